@@ -1,0 +1,78 @@
+"""spmd-mypy: SPMD types for PyTorch distributed code.
+
+    from typing import Annotated
+    from torch import Tensor
+    import spmd_mypy as spmd
+    from spmd_mypy import Spmd, R, I, V, P, S, PartitionSpec
+
+    def row_parallel(h: Annotated[Tensor, Spmd(tp=V)], w: Annotated[Tensor, Spmd(tp=V)]):
+        out = spmd.reinterpret(h @ w.T, "tp", src=V, dst=P)
+        return spmd.all_reduce(out, "tp", src=P, dst=R)
+
+The vocabulary (Spmd, R/I/V/P/S, PartitionSpec) is pure Python and imported
+eagerly.  The runtime (collectives, set_mesh) imports torch, so it is loaded on
+first use: the mypy plugin imports this package without ever importing torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .vocab.collectives import CollectiveError
+from .vocab.localtype import I, P, R, S, V
+from .vocab.spec import PartitionSpec, SpecError, Spmd
+
+__version__ = "0.1.0"
+
+_RUNTIME = {
+    "all_reduce": "api",
+    "all_gather": "api",
+    "reduce_scatter": "api",
+    "all_to_all": "api",
+    "reinterpret": "api",
+    "convert": "api",
+    "redistribute": "api",
+    "assert_spmd": "api",
+    "set_mesh": "mesh",
+    "current_mesh": "mesh",
+}
+
+__all__ = [
+    "Spmd",
+    "PartitionSpec",
+    "R",
+    "I",
+    "V",
+    "P",
+    "S",
+    "CollectiveError",
+    "SpecError",
+    *_RUNTIME,
+]
+
+if TYPE_CHECKING:
+    from .runtime.api import (
+        all_gather,
+        all_reduce,
+        all_to_all,
+        assert_spmd,
+        convert,
+        redistribute,
+        reduce_scatter,
+        reinterpret,
+    )
+    from .runtime.mesh import current_mesh, set_mesh
+
+
+def __getattr__(name: str) -> Any:
+    module = _RUNTIME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'spmd_mypy' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".runtime.{module}", __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_RUNTIME))

@@ -1,0 +1,33 @@
+"""The one place that touches torch's private simulated-rank API.
+
+Under `LocalTensorMode` (torch.distributed._local_tensor) one process holds
+every rank's tensor.  Code that depends on the rank's coordinate (take my
+shard, zero unless I am rank 0) must then run once per simulated rank;
+`per_rank` arranges that and is the identity on real ranks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_enabled_mode: Optional[Callable[[], Any]] = None
+_per_rank: Optional[Callable[[Any], Any]] = None
+try:  # private torch API: keep every use of it in this module
+    from torch.distributed import _local_tensor
+
+    _enabled_mode = _local_tensor.enabled_local_tensor_mode
+    _per_rank = _local_tensor.maybe_run_for_local_tensor
+except ImportError:  # pragma: no cover - a torch without simulated ranks
+    pass
+
+
+def per_rank(fn: F) -> F:
+    """Run fn once per simulated rank under LocalTensorMode; plain call otherwise."""
+    return fn if _per_rank is None else _per_rank(fn)
+
+
+def simulated() -> bool:
+    """True when collectives run on simulated ranks in this process."""
+    return _enabled_mode is not None and _enabled_mode() is not None

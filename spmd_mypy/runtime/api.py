@@ -1,0 +1,262 @@
+"""The typed collectives and coercions users call.
+
+Each function validates its src/dst against the vocabulary's table and the
+tensor's shape (S dims in range, split sizes consistent with the axis size),
+raising CollectiveError before any communication, then runs the primitive
+steps through the autograd Function.  Types are erased at runtime: the
+checker, not this code, knows the input's type; src is what the caller claims.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Optional, Sequence, Tuple, TypeVar, Union
+
+from torch import Tensor
+
+from ..vocab.collectives import CollectiveError, Step, plan
+from ..vocab.localtype import AxisType, P, Shard, kind
+from ..vocab.spec import Spmd
+from .autograd import apply_steps
+from .mesh import AxisArg, Comm, resolve_axis
+
+__all__ = [
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "reinterpret",
+    "convert",
+    "redistribute",
+    "assert_spmd",
+]
+
+SplitSizes = Optional[Sequence[int]]
+PairSizes = Optional[Tuple[Optional[Sequence[int]], Optional[Sequence[int]]]]
+
+_T = TypeVar("_T")
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(op: str, src: AxisType, dst: AxisType, label: object, expert: bool) -> Tuple[Step, ...]:
+    return plan(op, src, dst, axis=label, expert_mode=expert)  # type: ignore[arg-type]
+
+
+def _fail(op: str, comm: Comm, src: AxisType, dst: AxisType, why: str) -> CollectiveError:
+    return CollectiveError(f"spmd.{op} on axis {comm.label!r} (src={src}, dst={dst}): {why}")
+
+
+def _norm(op: str, axis: AxisArg, t: AxisType, x: Tensor, name: str) -> AxisType:
+    if isinstance(t, Shard):
+        if not -x.ndim <= t.dim < x.ndim:
+            raise CollectiveError(
+                f"spmd.{op} on axis {axis!r}: {name}=S({t.dim}) is out of range for a tensor "
+                f"of rank {x.ndim} (shape {tuple(x.shape)})"
+            )
+        if t.dim < 0:
+            return Shard(t.dim + x.ndim)
+    return t
+
+
+def _check_sizes(
+    op: str, comm: Comm, src: AxisType, dst: AxisType, sizes: Sequence[int], what: str
+) -> list[int]:
+    sizes = list(sizes)
+    if len(sizes) != comm.size or any(
+        isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in sizes
+    ):
+        raise _fail(
+            op, comm, src, dst,
+            f"{what} must be {comm.size} non-negative ints (one per rank of the axis), got {sizes}",
+        )
+    return sizes
+
+
+def _even_or_sizes(
+    op: str, comm: Comm, src: AxisType, dst: AxisType, length: int, dim: int, sizes: SplitSizes
+) -> Optional[list[int]]:
+    """Check the split of a full dim of `length` over the axis; None = even."""
+    if sizes is None:
+        if length % comm.size:
+            raise _fail(
+                op, comm, src, dst,
+                f"dim {dim} has size {length}, not divisible by the axis size {comm.size}; "
+                f"pass split_sizes=[...] (one size per rank) for an uneven split",
+            )
+        return None
+    checked = _check_sizes(op, comm, src, dst, sizes, "split_sizes")
+    if sum(checked) != length:
+        raise _fail(
+            op, comm, src, dst,
+            f"split_sizes {checked} sum to {sum(checked)}, but dim {dim} has size {length}",
+        )
+    return checked
+
+
+def _stack_dim(op: str, comm: Comm, src: AxisType, dst: AxisType, x: Tensor) -> None:
+    if x.ndim == 0 or x.shape[0] != comm.size:
+        raise _fail(
+            op, comm, src, dst,
+            f"dim 0 indexes the ranks of the axis, so it must have size {comm.size}; "
+            f"got shape {tuple(x.shape)} (use S(i) to split a dim instead)",
+        )
+
+
+def _sizes_for(
+    op: str, steps: Tuple[Step, ...], comm: Comm, x: Tensor, split_sizes: object
+) -> object:
+    """Validate shapes and split sizes for the primitive steps; return kernel sizes."""
+    step = steps[0]
+    src, dst = step.src, step.dst
+    key = (step.op, kind(src), kind(dst))
+    if key[0] == "all_to_all":
+        return _a2a_sizes(comm, step, x, split_sizes)
+    if split_sizes is not None and "S" not in key[1:]:
+        raise _fail(op, comm, src, dst, "split_sizes applies only to an S(i) src or dst")
+    if key in (("reduce_scatter", "P", "V"), ("convert", "R", "V"), ("convert", "I", "V")):
+        _stack_dim(op, comm, src, dst, x)
+    elif key in (("reduce_scatter", "P", "S"), ("convert", "R", "S"), ("convert", "I", "S")):
+        d = dst.dim  # type: ignore[union-attr]
+        return _even_or_sizes(op, comm, src, dst, x.shape[d], d, split_sizes)  # type: ignore[arg-type]
+    elif key[1] == "S" and split_sizes is not None:  # all_gather(S), convert(S, P)
+        return _check_sizes(op, comm, src, dst, split_sizes, "split_sizes")  # type: ignore[arg-type]
+    return None
+
+
+def _a2a_sizes(comm: Comm, step: Step, x: Tensor, split_sizes: object) -> object:
+    src, dst = step.src, step.dst
+    if split_sizes is None:
+        if isinstance(dst, Shard):
+            _even_or_sizes("all_to_all", comm, src, dst, x.shape[dst.dim], dst.dim, None)
+        elif x.ndim == 0 or x.shape[0] % comm.size:
+            raise _fail(
+                "all_to_all", comm, src, dst,
+                f"dim 0 is split evenly over the {comm.size} ranks, so its size must be a "
+                f"multiple of {comm.size}; got shape {tuple(x.shape)} "
+                f"(pass split_sizes=(input splits, output splits) for uneven splits)",
+            )
+        return None
+    if not (isinstance(split_sizes, (tuple, list)) and len(split_sizes) == 2):
+        raise _fail(
+            "all_to_all", comm, src, dst,
+            "split_sizes is a pair (src sizes, dst sizes); either may be None for an even split",
+        )
+    a, b = split_sizes
+    if isinstance(dst, Shard):
+        a = None if a is None else _check_sizes("all_to_all", comm, src, dst, a, "src sizes")
+        full = x.shape[dst.dim]
+        if dst == src:  # re-splitting one dim: its full size is the sum over ranks
+            full = sum(a) if a is not None else full * comm.size
+        b = _even_or_sizes("all_to_all", comm, src, dst, full, dst.dim, b)
+        return None if a is None and b is None else (a, b)
+    if a is None or b is None:
+        raise _fail(
+            "all_to_all", comm, src, dst,
+            "V->V with split_sizes needs both lists: (rows sent to each rank, rows received from each rank)",
+        )
+    a = _check_sizes("all_to_all", comm, src, dst, a, "input splits")
+    b = _check_sizes("all_to_all", comm, src, dst, b, "output splits")
+    if sum(a) != x.shape[0]:
+        raise _fail(
+            "all_to_all", comm, src, dst,
+            f"input splits {a} sum to {sum(a)}, but dim 0 has size {x.shape[0]}",
+        )
+    return (a, b)
+
+
+def _run(
+    op: str,
+    x: Tensor,
+    axis: AxisArg,
+    src: AxisType,
+    dst: AxisType,
+    *,
+    expert_mode: bool = False,
+    split_sizes: object = None,
+) -> Tensor:
+    comm = resolve_axis(axis)
+    src = _norm(op, comm.label, src, x, "src")
+    dst = _norm(op, comm.label, dst, x, "dst")
+    steps = _plan(op, src, dst, comm.label, expert_mode)
+    if not steps:
+        return x
+    sizes = _sizes_for(op, steps, comm, x, split_sizes)
+    return apply_steps(x, steps, comm, sizes)  # type: ignore[arg-type]
+
+
+# -- public functions ------------------------------------------------------------
+
+
+def all_reduce(x: Tensor, axis: AxisArg, *, src: AxisType = P, dst: AxisType) -> Tensor:
+    """Sum a Partial value over the axis: P -> R (backward all_reduce) or P -> I."""
+    return _run("all_reduce", x, axis, src, dst)
+
+
+def all_gather(
+    x: Tensor, axis: AxisArg, *, src: AxisType, dst: AxisType, split_sizes: SplitSizes = None
+) -> Tensor:
+    """Gather the axis: src V stacks (new dim 0), src S(i) concatenates dim i; dst R or I.
+
+    split_sizes: each rank's size along dim i, for uneven shards.
+    """
+    return _run("all_gather", x, axis, src, dst, split_sizes=split_sizes)
+
+
+def reduce_scatter(
+    x: Tensor, axis: AxisArg, *, src: AxisType = P, dst: AxisType, split_sizes: SplitSizes = None
+) -> Tensor:
+    """Sum a Partial value and keep this rank's piece: dst V unbinds dim 0, S(i) splits dim i.
+
+    split_sizes: each rank's size along dim i of the result, for uneven shards.
+    """
+    return _run("reduce_scatter", x, axis, src, dst, split_sizes=split_sizes)
+
+
+def all_to_all(
+    x: Tensor, axis: AxisArg, *, src: AxisType, dst: AxisType, split_sizes: PairSizes = None
+) -> Tensor:
+    """V -> V: transpose the axis with dim 0.  S(i) -> S(j): unshard dim i, shard dim j.
+
+    split_sizes: a pair (src sizes, dst sizes).  For S(i) -> S(j): each rank's
+    size along dim i, and along dim j of the result (either None if even).
+    For V -> V: rows this rank sends to each rank, and receives from each rank.
+    """
+    return _run("all_to_all", x, axis, src, dst, split_sizes=split_sizes)
+
+
+def reinterpret(
+    x: Tensor, axis: AxisArg, *, src: AxisType, dst: AxisType, expert_mode: bool = False
+) -> Tensor:
+    """Change the type without touching the local tensor (may change the value)."""
+    return _run("reinterpret", x, axis, src, dst, expert_mode=expert_mode)
+
+
+def convert(
+    x: Tensor,
+    axis: AxisArg,
+    *,
+    src: AxisType,
+    dst: AxisType,
+    expert_mode: bool = False,
+    split_sizes: SplitSizes = None,
+) -> Tensor:
+    """Change the type keeping the value, without communication."""
+    return _run("convert", x, axis, src, dst, expert_mode=expert_mode, split_sizes=split_sizes)
+
+
+def redistribute(
+    x: Tensor,
+    axis: AxisArg,
+    *,
+    src: AxisType,
+    dst: AxisType,
+    expert_mode: bool = False,
+    split_sizes: Union[SplitSizes, PairSizes] = None,
+) -> Tensor:
+    """Change the type keeping the value, communicating if needed (per axis)."""
+    return _run("redistribute", x, axis, src, dst, expert_mode=expert_mode, split_sizes=split_sizes)
+
+
+def assert_spmd(x: _T, spmd: Spmd) -> _T:
+    """Statically a check of x's type; at runtime returns x unchanged."""
+    return x

@@ -1,0 +1,147 @@
+"""The current device mesh, and resolution of an axis argument to a communicator.
+
+An axis argument is a mesh dim name ("tp"), a tuple of names in mesh order
+(("dp", "tp"): one collective over the flattened group, dp major), or a
+ProcessGroup.  Resolution is cached per mesh, so the hot path of a collective
+is one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Iterator, Optional, Tuple, Union
+
+import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh
+
+from ..vocab.collectives import CollectiveError
+
+__all__ = ["set_mesh", "current_mesh", "Comm", "resolve_axis", "AxisArg"]
+
+AxisArg = Union[str, Tuple[str, ...], dist.ProcessGroup]
+
+_MESH: contextvars.ContextVar[Optional[DeviceMesh]] = contextvars.ContextVar(
+    "spmd_mypy_mesh", default=None
+)
+
+
+@contextlib.contextmanager
+def set_mesh(mesh: DeviceMesh) -> Iterator[DeviceMesh]:
+    """Within the block, axis names resolve against `mesh` (a DeviceMesh with named dims)."""
+    if not isinstance(mesh, DeviceMesh) or not mesh.mesh_dim_names:
+        raise TypeError("spmd.set_mesh takes a DeviceMesh with named dims (mesh_dim_names=...)")
+    token = _MESH.set(mesh)
+    try:
+        yield mesh
+    finally:
+        _MESH.reset(token)
+
+
+def current_mesh() -> Optional[DeviceMesh]:
+    return _MESH.get()
+
+
+class Comm:
+    """A communicator for one axis or one flattened group of axes."""
+
+    __slots__ = ("group", "size", "label", "_mesh", "_axes")
+
+    def __init__(
+        self,
+        group: dist.ProcessGroup,
+        size: int,
+        label: Union[str, Tuple[str, ...]],
+        mesh: Optional[DeviceMesh],
+        axes: Tuple[str, ...],
+    ) -> None:
+        self.group = group
+        self.size = size
+        self.label = label
+        self._mesh = mesh
+        self._axes = axes
+
+    def coord(self) -> int:
+        """This rank's index in the group (a per-rank symbolic int on simulated ranks)."""
+        mesh = self._mesh
+        if mesh is None:
+            return dist.get_rank(self.group)
+        c = 0
+        for a in self._axes:
+            c = c * mesh.size(_dim_names(mesh).index(a)) + mesh.get_local_rank(a)
+        return c
+
+    def __repr__(self) -> str:
+        return f"Comm({self.label!r}, size={self.size})"
+
+
+def _dim_names(mesh: DeviceMesh) -> Tuple[str, ...]:
+    return tuple(mesh.mesh_dim_names or ())
+
+
+# (id(mesh), axis) -> Comm.  DeviceMeshes live as long as the program; the
+# mesh object is kept in the value so its id cannot be reused while cached.
+_CACHE: dict[tuple[int, object], tuple[DeviceMesh, Comm]] = {}
+
+
+def _axis_text(axis: object) -> str:
+    return f"axes {axis!r}" if isinstance(axis, tuple) else f"axis {axis!r}"
+
+
+def _resolve_names(mesh: DeviceMesh, axis: Union[str, Tuple[str, ...]]) -> Comm:
+    names = _dim_names(mesh)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if not axes:
+        raise CollectiveError("an empty tuple of axes names no communicator")
+    for a in axes:
+        if not isinstance(a, str) or a not in names:
+            raise CollectiveError(
+                f"{_axis_text(axis)}: {a!r} is not a dim of the current mesh (dims: {names})"
+            )
+    if len(set(axes)) != len(axes):
+        raise CollectiveError(f"{_axis_text(axis)}: an axis is named twice")
+    if len(axes) == 1:
+        group = mesh.get_group(axes[0])
+        return Comm(group, mesh.size(names.index(axes[0])), axis, mesh, axes)
+    if list(axes) != sorted(axes, key=names.index):
+        raise CollectiveError(
+            f"{_axis_text(axis)}: name the axes in mesh order {tuple(a for a in names if a in axes)} "
+            f"(the flattened group is ordered major to minor)"
+        )
+    flat = mesh[axes]._flatten()  # private DeviceMesh API: a group over several dims
+    size = 1
+    for a in axes:
+        size *= mesh.size(names.index(a))
+    return Comm(flat.get_group(), size, axis, mesh, axes)
+
+
+def _resolve_group(mesh: Optional[DeviceMesh], group: dist.ProcessGroup) -> Comm:
+    size = dist.get_world_size(group)
+    if mesh is not None:
+        # A mesh dim's own group: use the mesh coordinate (works on simulated ranks).
+        for a in _dim_names(mesh):
+            if mesh.get_group(a) is group:
+                return Comm(group, size, a, mesh, (a,))
+    return Comm(group, size, f"group of size {size}", None, ())
+
+
+def resolve_axis(axis: AxisArg) -> Comm:
+    mesh = _MESH.get()
+    key = (id(mesh), axis if not isinstance(axis, dist.ProcessGroup) else id(axis))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is mesh:
+        return hit[1]
+    if isinstance(axis, dist.ProcessGroup):
+        comm = _resolve_group(mesh, axis)
+    elif isinstance(axis, (str, tuple)):
+        if mesh is None:
+            raise CollectiveError(
+                f"{_axis_text(axis)}: no mesh is set; wrap the code in `with spmd.set_mesh(mesh):`"
+            )
+        comm = _resolve_names(mesh, axis)
+    else:
+        raise CollectiveError(
+            f"the axis argument is a mesh dim name, a tuple of names or a ProcessGroup; got {axis!r}"
+        )
+    _CACHE[key] = (mesh, comm)  # type: ignore[assignment]
+    return comm

@@ -1,0 +1,303 @@
+"""Signatures of every collective and coercion, as data.
+
+Each primitive is keyed by (op, src kind, dst kind), where a kind is a letter
+R, I, V, P or S (for S(i)).  Its row gives the backward primitive, following
+the design's forward/backward table; the backward of a backward is the
+forward, which `test_vocab` checks.  In a backward row, "src"/"dst" stand for
+the forward's own S(i) argument, so all_gather(S(2), R) has backward
+reduce_scatter(P, S(2)).
+
+`plan(op, src, dst, ...)` validates a call and expands it into primitive
+steps (composites such as reinterpret(I, V) = reinterpret(I, R) then
+reinterpret(R, V); redistribute routed to the collective or convert that
+preserves the value).  `backward(steps)` gives the steps of the backward pass.
+The runtime executes these steps; the mypy plugin reads the same table to
+type the calls.  Pure Python: imports neither torch nor mypy.
+"""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple, Sequence, Tuple, Union
+
+from .localtype import AxisType, I, P, R, Shard, V, kind
+
+__all__ = [
+    "Step",
+    "CollectiveError",
+    "COMM_OPS",
+    "PUBLIC_OPS",
+    "MULTI_AXIS_OPS",
+    "EXPERT_ONLY",
+    "plan",
+    "backward",
+    "signature_text",
+]
+
+COMM_OPS: Final = frozenset({"all_gather", "all_reduce", "reduce_scatter", "all_to_all"})
+PUBLIC_OPS: Final = COMM_OPS | {"reinterpret", "convert", "redistribute"}
+# Ops the issue promises over a tuple of axes (a flattened communicator).  The
+# runtime accepts a tuple for every op (backwards of these need convert over
+# the same tuple), but these are the documented ones.
+MULTI_AXIS_OPS: Final = frozenset({"all_gather", "all_reduce", "reduce_scatter"})
+
+
+class Step(NamedTuple):
+    """One primitive on one axis (or one flattened group of axes)."""
+
+    op: str
+    src: AxisType
+    dst: AxisType
+
+    def __str__(self) -> str:
+        return f"{self.op}({self.src}->{self.dst})"
+
+
+class _Row(NamedTuple):
+    back_op: str
+    back_src: str  # a kind letter, or "src"/"dst" to reuse the forward's S(i)
+    back_dst: str
+    expert: bool = False
+    why: str = ""  # what the coercion does that makes it expert-only
+
+
+# (op, src kind, dst kind) -> row.  Straight from the design's tables.
+_PRIMITIVES: Final[dict[Tuple[str, str, str], _Row]] = {
+    ("all_gather", "V", "R"): _Row("reduce_scatter", "P", "V"),
+    ("all_gather", "V", "I"): _Row("convert", "I", "V"),
+    ("all_gather", "S", "R"): _Row("reduce_scatter", "P", "src"),
+    ("all_gather", "S", "I"): _Row("convert", "I", "src"),
+    ("all_reduce", "P", "R"): _Row("all_reduce", "P", "R"),
+    ("all_reduce", "P", "I"): _Row("reinterpret", "I", "R"),
+    ("reduce_scatter", "P", "V"): _Row("all_gather", "V", "R"),
+    ("reduce_scatter", "P", "S"): _Row("all_gather", "dst", "R"),
+    ("all_to_all", "V", "V"): _Row("all_to_all", "V", "V"),
+    ("all_to_all", "S", "S"): _Row("all_to_all", "dst", "src"),
+    ("reinterpret", "R", "I"): _Row(
+        "convert", "I", "P", True, "its backward keeps only rank 0's gradient"
+    ),
+    ("reinterpret", "R", "V"): _Row(
+        "reinterpret", "V", "P", True, "its backward sums the ranks' gradients"
+    ),
+    ("reinterpret", "R", "P"): _Row(
+        "reinterpret", "R", "P", True, "it multiplies the value by the axis size"
+    ),
+    ("reinterpret", "I", "R"): _Row("all_reduce", "P", "I"),
+    ("reinterpret", "V", "P"): _Row("reinterpret", "R", "V"),
+    ("convert", "R", "V"): _Row("convert", "V", "P"),
+    ("convert", "R", "S"): _Row("convert", "dst", "P"),
+    ("convert", "I", "V"): _Row("all_gather", "V", "I"),
+    ("convert", "I", "S"): _Row("all_gather", "dst", "I"),
+    ("convert", "R", "P"): _Row("convert", "R", "P"),
+    ("convert", "I", "P"): _Row(
+        "reinterpret", "R", "I", True, "its backward turns a replicated gradient invariant unsummed"
+    ),
+    ("convert", "V", "P"): _Row(
+        "convert", "R", "V", True, "it grows the tensor by a leading dim of the axis size"
+    ),
+    ("convert", "S", "P"): _Row(
+        "convert", "R", "src", True, "it pads each shard with zeros to the full size"
+    ),
+}
+
+# Coercions defined as a sequence of primitives.
+_COMPOSITES: Final[dict[Tuple[str, str, str], Tuple[Tuple[str, str, str], ...]]] = {
+    ("reinterpret", "I", "V"): (("reinterpret", "I", "R"), ("reinterpret", "R", "V")),
+    ("reinterpret", "I", "P"): (("reinterpret", "I", "R"), ("reinterpret", "R", "P")),
+    ("convert", "R", "I"): (("reinterpret", "R", "I"),),
+    ("convert", "I", "R"): (("reinterpret", "I", "R"),),
+}
+
+# redistribute(src, dst): value preserving; the collective when one is needed,
+# otherwise the convert that preserves the value.
+_REDISTRIBUTE: Final[dict[Tuple[str, str], str]] = {
+    ("S", "R"): "all_gather",
+    ("S", "I"): "all_gather",
+    ("V", "R"): "all_gather",
+    ("V", "I"): "all_gather",
+    ("P", "R"): "all_reduce",
+    ("P", "I"): "all_reduce",
+    ("P", "S"): "reduce_scatter",
+    ("P", "V"): "reduce_scatter",
+    ("S", "S"): "all_to_all",
+}
+
+EXPERT_ONLY: Final = frozenset(
+    (op, s, d) for (op, s, d), row in _PRIMITIVES.items() if row.expert
+) | frozenset(
+    key
+    for key, parts in _COMPOSITES.items()
+    if any(_PRIMITIVES[p].expert for p in parts)
+)
+
+# What each public op accepts, for messages: derived from the table.
+def _accepted(op: str) -> list[Tuple[str, str]]:
+    return [(k[1], k[2]) for k in list(_PRIMITIVES) + list(_COMPOSITES) if k[0] == op]
+
+
+def _letter(k: str) -> str:
+    return "S(i)" if k == "S" else k
+
+
+def signature_text(op: str) -> str:
+    """E.g. "all_gather takes src V or S(i) and dst R or I"."""
+    if op == "redistribute":
+        return "redistribute takes any value-preserving src/dst pair"
+    pairs = _accepted(op)
+    order = "RIVPS"
+    srcs = sorted({a for a, _ in pairs}, key=order.index)
+    dsts = sorted({b for _, b in pairs}, key=order.index)
+    if len(pairs) == len(srcs) * len(dsts):
+        return (
+            f"{op} takes src {' or '.join(map(_letter, srcs))} "
+            f"and dst {' or '.join(map(_letter, dsts))}"
+        )
+    listed = ", ".join(
+        "S(i)->S(j)" if a == b == "S" else f"{_letter(a)}->{_letter(b)}" for a, b in pairs
+    )
+    return f"{op} takes {listed}"
+
+
+class CollectiveError(TypeError):
+    """An invalid src/dst for a collective or coercion, found before any communication."""
+
+
+AxisLabel = Union[str, Tuple[str, ...]]
+
+
+def _axis_text(axis: AxisLabel) -> str:
+    if isinstance(axis, tuple):
+        return "axes (" + ", ".join(repr(a) for a in axis) + ")"
+    return f"axis {axis!r}"
+
+
+def _call_text(op: str, axis: AxisLabel, src: AxisType, dst: AxisType, extra: str = "") -> str:
+    return f"spmd.{op}(x, {axis!r}, src={src}, dst={dst}{extra})"
+
+
+def _hint(op: str, axis: AxisLabel, src: AxisType, dst: AxisType) -> str:
+    """The call that does what the user most likely meant."""
+    sk, dk = kind(src), kind(dst)
+    if sk == "P" and op in ("all_gather", "all_to_all", "convert", "reinterpret"):
+        if dk in ("R", "I"):
+            return "a Partial value is reduced, not gathered: " + _call_text("all_reduce", axis, P, dst)
+        if dk in ("V", "S"):
+            return "a Partial value is reduced, not gathered: " + _call_text(
+                "reduce_scatter", axis, P, dst
+            )
+        return "the only way out of P is a reduction (all_reduce or reduce_scatter)"
+    if op == "reduce_scatter" and dk in ("R", "I"):
+        return "to keep the whole reduced tensor: " + _call_text("all_reduce", axis, P, dst)
+    if op == "all_reduce" and sk in ("V", "S") and dk in ("R", "I"):
+        return "to stack/concatenate the shards: " + _call_text("all_gather", axis, src, dst)
+    if op == "all_reduce" and sk in ("V", "S"):
+        return (
+            f"to sum varying values, reinterpret them first: "
+            f"{_call_text('reinterpret', axis, V, P)} then all_reduce"
+        )
+    if op == "all_reduce" and sk in ("R", "I"):
+        return "the value is already the same on every rank; reducing it again multiplies it by the axis size"
+    if op == "all_gather" and sk in ("R", "I"):
+        return "the value is already whole on every rank; no gather is needed"
+    if op == "convert" and sk == "V" and dk in ("R", "I"):
+        return "gathering needs communication: " + _call_text("all_gather", axis, src, dst)
+    return signature_text(op)
+
+
+def _resolve(ref: str, fwd: Step) -> AxisType:
+    if ref == "src":
+        return fwd.src
+    if ref == "dst":
+        return fwd.dst
+    return {"R": R, "I": I, "V": V, "P": P}[ref]
+
+
+def plan(
+    op: str,
+    src: AxisType,
+    dst: AxisType,
+    *,
+    axis: AxisLabel = "?",
+    expert_mode: bool = False,
+) -> Tuple[Step, ...]:
+    """Validate op(src -> dst) and return its primitive steps, or raise CollectiveError.
+
+    An identity coercion (src == dst for reinterpret/convert/redistribute)
+    returns no steps.
+    """
+    if op not in PUBLIC_OPS:
+        raise CollectiveError(f"unknown SPMD operation {op!r}")
+    for name, t in (("src", src), ("dst", dst)):
+        if not isinstance(t, Shard) and t not in (R, I, V, P):
+            raise CollectiveError(
+                f"spmd.{op} on {_axis_text(axis)}: {name}={t!r} is not a local SPMD type "
+                f"(use R, I, V, P or S(dim))"
+            )
+    sk, dk = kind(src), kind(dst)
+    if op == "redistribute":
+        if src == dst:
+            return ()
+        routed = _REDISTRIBUTE.get((sk, dk), "convert")
+        try:
+            return plan(routed, src, dst, axis=axis, expert_mode=expert_mode)
+        except CollectiveError as e:
+            raise CollectiveError(
+                f"spmd.redistribute on {_axis_text(axis)}: no value-preserving way from "
+                f"{src} to {dst} ({e})"
+            ) from None
+    if op in ("reinterpret", "convert") and src == dst:
+        return ()
+    if op == "reinterpret" and (sk == "S" or dk == "S"):
+        raise CollectiveError(
+            f"spmd.reinterpret on {_axis_text(axis)}: src={src}, dst={dst}: reinterpret does not take "
+            f"S(i) (it would be the same as V); use V, or convert to keep the value"
+        )
+    key = (op, sk, dk)
+    parts: Tuple[Tuple[str, str, str], ...]
+    if key in _PRIMITIVES:
+        parts = (key,)
+    elif key in _COMPOSITES:
+        parts = _COMPOSITES[key]
+    else:
+        raise CollectiveError(
+            f"spmd.{op} on {_axis_text(axis)}: src={src}, dst={dst} is not allowed "
+            f"({signature_text(op)}); hint: {_hint(op, axis, src, dst)}"
+        )
+    if key in EXPERT_ONLY and not expert_mode:
+        why = next(_PRIMITIVES[p].why for p in parts if _PRIMITIVES[p].expert)
+        raise CollectiveError(
+            f"spmd.{op} on {_axis_text(axis)}: src={src}, dst={dst} is expert-only: {why}. "
+            f"Pass expert_mode=True if that is intended"
+            + (
+                f", or use spmd.convert(x, {axis!r}, src={src}, dst={dst}) to keep the value"
+                if op == "reinterpret" and ("convert", sk, dk) in _PRIMITIVES
+                and ("convert", sk, dk) not in EXPERT_ONLY
+                else ""
+            )
+        )
+    steps = []
+    for p_op, p_src, p_dst in parts:
+        s = src if p_src == sk else _resolve(p_src, Step(op, src, dst))
+        d = dst if p_dst == dk else _resolve(p_dst, Step(op, src, dst))
+        steps.append(Step(p_op, s, d))
+    return tuple(steps)
+
+
+def backward_step(step: Step) -> Step:
+    """The primitive the backward pass runs for one forward primitive."""
+    row = _PRIMITIVES[(step.op, kind(step.src), kind(step.dst))]
+    return Step(row.back_op, _resolve(row.back_src, step), _resolve(row.back_dst, step))
+
+
+def backward(steps: Sequence[Step]) -> Tuple[Step, ...]:
+    """Backward steps of a forward sequence: reversed, each mapped by the table."""
+    return tuple(backward_step(s) for s in reversed(steps))
+
+
+def primitive_keys() -> Tuple[Tuple[str, str, str], ...]:
+    """Every primitive (op, src kind, dst kind) in the table (for tests and docs)."""
+    return tuple(_PRIMITIVES)
+
+
+def is_expert(op: str, src: AxisType, dst: AxisType) -> bool:
+    return (op, kind(src), kind(dst)) in EXPERT_ONLY
+

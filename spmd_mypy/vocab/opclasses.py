@@ -1,0 +1,248 @@
+"""Classes of non-collective torch ops and the per-axis rule for each class.
+
+A non-collective op never communicates, so on each mesh axis its result type
+follows from its operands' types and its class:
+
+  linear       all P -> P; no P -> the R/I/V rule; P mixed with non-P is an error
+               (P + R is affine: the R term is counted once per rank)
+  multilinear  at most one P operand, every other operand R (or a scalar) -> P;
+               no P -> the R/I/V rule
+  divide       like multilinear, but only the numerator (first operand) may be P
+  nonlinear    any P operand is an error; otherwise the R/I/V rule
+  factory      no tensor operands: R on every axis
+
+The R/I/V rule: all R -> R, all I -> I, R mixed with V -> V, I mixed with
+anything else -> error (convert the I operand to R first).  S(i) counts as V.
+A Python scalar takes the other operands' type, except that a scalar added to
+a P operand (linear class) is an error.  Ops absent from the tables are
+nonlinear: the safe default.
+
+Tables are keyed by short names, looked up in three namespaces: torch
+functions ("torch.<name>" / "torch.nn.functional.<name>"), Tensor methods and
+operator dunders.  Pure Python: imports neither torch nor mypy.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Optional, Sequence, Union
+
+from .localtype import AxisType, I, LocalType, P, R, Shard, V
+
+__all__ = [
+    "LINEAR",
+    "MULTILINEAR",
+    "DIVIDE",
+    "NONLINEAR",
+    "FACTORY",
+    "OpRuleError",
+    "SCALAR",
+    "op_class",
+    "combine",
+    "TORCH_FUNCTIONS",
+    "TENSOR_METHODS",
+    "FUNCTIONAL",
+]
+
+LINEAR: Final = "linear"
+MULTILINEAR: Final = "multilinear"
+DIVIDE: Final = "divide"
+NONLINEAR: Final = "nonlinear"
+FACTORY: Final = "factory"
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Linear in every tensor operand (views, shape ops, sums, casts, copies).
+_LINEAR_COMMON = _names(
+    """
+    add sub subtract neg negative positive sum mean nansum cumsum flip roll rot90
+    cat concat concatenate stack hstack vstack dstack column_stack
+    reshape view view_as flatten unflatten squeeze unsqueeze transpose swapaxes swapdims
+    permute movedim moveaxis t T mT adjoint expand expand_as broadcast_to repeat tile
+    repeat_interleave narrow select index_select gather take take_along_dim diagonal diag
+    diag_embed tril triu chunk split tensor_split hsplit vsplit unbind
+    clone contiguous detach to float double half bfloat16 type type_as cpu cuda
+    real imag conj trace zero_
+    pad constant_pad_nd unfold as_strided
+    """
+)
+
+# Products: linear in each operand separately.
+_MULTILINEAR_COMMON = _names(
+    """
+    mul multiply matmul mm bmm mv dot vdot inner outer ger einsum tensordot kron
+    linear bilinear addmm addmv addbmm baddbmm addr addcmul cross
+    """
+)
+
+_DIVIDE_COMMON = _names("div divide true_divide")
+
+# Creation functions: replicated on every axis.
+_FACTORIES = _names(
+    """
+    zeros ones empty full arange linspace logspace eye tensor as_tensor from_numpy
+    zeros_like ones_like empty_like full_like
+    """
+)
+
+TORCH_FUNCTIONS: Final[dict[str, str]] = {
+    **{n: LINEAR for n in _LINEAR_COMMON},
+    **{n: MULTILINEAR for n in _MULTILINEAR_COMMON},
+    **{n: DIVIDE for n in _DIVIDE_COMMON},
+    **{n: FACTORY for n in _FACTORIES},
+}
+
+TENSOR_METHODS: Final[dict[str, str]] = {
+    **{n: LINEAR for n in _LINEAR_COMMON},
+    **{n: MULTILINEAR for n in _MULTILINEAR_COMMON},
+    **{n: DIVIDE for n in _DIVIDE_COMMON},
+    # operators
+    "__add__": LINEAR,
+    "__radd__": LINEAR,
+    "__iadd__": LINEAR,
+    "__sub__": LINEAR,
+    "__rsub__": LINEAR,
+    "__isub__": LINEAR,
+    "__neg__": LINEAR,
+    "__pos__": LINEAR,
+    "__getitem__": LINEAR,
+    "__mul__": MULTILINEAR,
+    "__rmul__": MULTILINEAR,
+    "__imul__": MULTILINEAR,
+    "__matmul__": MULTILINEAR,
+    "__rmatmul__": MULTILINEAR,
+    "__imatmul__": MULTILINEAR,
+    "__truediv__": DIVIDE,
+    "__itruediv__": DIVIDE,
+    "new_zeros": FACTORY,
+    "new_ones": FACTORY,
+    "new_empty": FACTORY,
+    "new_full": FACTORY,
+    "new_tensor": FACTORY,
+}
+
+FUNCTIONAL: Final[dict[str, str]] = {
+    "linear": MULTILINEAR,
+    "bilinear": MULTILINEAR,
+    "pad": LINEAR,
+    "embedding": LINEAR,
+    "conv1d": MULTILINEAR,
+    "conv2d": MULTILINEAR,
+    "conv3d": MULTILINEAR,
+    "avg_pool1d": LINEAR,
+    "avg_pool2d": LINEAR,
+    "pixel_shuffle": LINEAR,
+    "unfold": LINEAR,
+    "fold": LINEAR,
+}
+
+
+def op_class(name: str, namespace: str = "torch") -> str:
+    """Class of an op by short name in 'torch', 'tensor' or 'functional'; default nonlinear."""
+    table = {"torch": TORCH_FUNCTIONS, "tensor": TENSOR_METHODS, "functional": FUNCTIONAL}[namespace]
+    return table.get(name, NONLINEAR)
+
+
+class _Scalar:
+    """A Python number operand."""
+
+    def __repr__(self) -> str:
+        return "scalar"
+
+
+SCALAR: Final = _Scalar()
+
+Operand = Union[AxisType, _Scalar, None]  # None: unknown on this axis
+
+
+class OpRuleError(TypeError):
+    """A per-axis typing rule violated by a non-collective op.
+
+    `code` is a stable short name of the rule (used to pick messages and hints).
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _local(t: AxisType) -> AxisType:
+    return V if isinstance(t, Shard) else t
+
+
+def _riv(types: Sequence[AxisType]) -> AxisType:
+    kinds = {_local(t) for t in types}
+    if kinds == {R}:
+        return R
+    if kinds == {I}:
+        return I
+    if I in kinds:
+        raise OpRuleError(
+            "invariant-mixed",
+            "an Invariant operand is mixed with "
+            + " and ".join(sorted(str(k) for k in kinds - {I}))
+            + " operands; its gradient would not be summed over the axis",
+        )
+    return V  # R mixed with V, or all V
+
+
+def combine(cls: str, operands: Sequence[Operand]) -> Optional[AxisType]:
+    """The result type on one axis, or raise OpRuleError.  None = unknown.
+
+    Any unknown operand makes the result unknown (gradual typing: unknowns
+    never cause errors).
+    """
+    if cls == FACTORY:
+        return R
+    if any(o is None for o in operands):
+        return None
+    tensors: list[AxisType] = [o for o in operands if isinstance(o, (LocalType, Shard))]
+    has_scalar = len(tensors) < len(operands)
+    if not tensors:
+        return R
+    partial = [t for t in tensors if t is P]
+    if not partial:
+        return _riv(tensors)
+    if cls == NONLINEAR:
+        raise OpRuleError(
+            "partial-nonlinear",
+            "a Partial operand enters a nonlinear op; the op would be applied to each "
+            "rank's addend instead of to their sum",
+        )
+    if cls == LINEAR:
+        if len(partial) != len(tensors):
+            raise OpRuleError(
+                "partial-mixed",
+                "a Partial operand is added to a non-Partial one; the non-Partial term "
+                "would be counted once per rank in the pending sum",
+            )
+        if has_scalar:
+            raise OpRuleError(
+                "partial-scalar",
+                "a Python scalar is added to a Partial operand; it would be counted once "
+                "per rank in the pending sum",
+            )
+        return P
+    # multilinear / divide
+    if cls == DIVIDE and operands and operands[0] is not P:
+        raise OpRuleError(
+            "partial-denominator",
+            "a Partial value is a denominator; division is linear in the numerator only",
+        )
+    if len(partial) > 1:
+        raise OpRuleError(
+            "partial-product",
+            "two Partial operands are multiplied; the product of two pending sums is not "
+            "the sum of the ranks' products",
+        )
+    others = {_local(t) for t in tensors if t is not P}
+    if others - {R}:
+        raise OpRuleError(
+            "partial-mixed",
+            "a Partial operand is multiplied by a "
+            + " and ".join(sorted(str(k) for k in others - {R}))
+            + " operand; only a Replicate factor keeps the pending sum intact",
+        )
+    return P

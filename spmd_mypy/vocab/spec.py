@@ -1,0 +1,323 @@
+"""Spmd annotations and partition specs, with one canonical string form.
+
+`Spmd(...)` is the metadata users put in `Annotated[Tensor, Spmd(...)]`.  Two
+spellings exist:
+
+* per-axis:   Spmd(dp=S(0), tp=R)             -- rank not stated; axes not
+                                                named are unknown
+* spec form:  Spmd(spec=PartitionSpec("dp", None), tp=R)
+                                              -- the spec fixes the rank and
+                                                which axes shard which dim;
+                                                axes named nowhere are R
+
+Both denote per-axis local types (an axis in the spec is S(dim) there).  The
+canonical string (`str(spmd)`) sorts axes by name and is what the mypy plugin
+stores in its phantom type, so it must be unique per value:
+
+    "dp=R, tp=S(1)"
+    "ep=I, spec=((dp, tp), None)"
+
+This module is pure Python: it imports neither torch nor mypy.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Mapping, Optional, Tuple, Union
+
+from .localtype import AxisType, LocalType, R, Shard, parse_axis_type
+
+__all__ = ["PartitionSpec", "Spmd", "SpecError", "parse_spmd"]
+
+_AXIS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class SpecError(ValueError):
+    """A malformed Spmd annotation or partition spec."""
+
+
+DimEntry = Tuple[str, ...]  # mesh axes sharding one dim, major to minor
+
+
+def _check_axis_name(name: object, where: str) -> str:
+    if not isinstance(name, str) or not _AXIS_NAME.match(name):
+        raise SpecError(f"{where}: mesh axis names are identifiers, got {name!r}")
+    if name == "spec":
+        raise SpecError(f"{where}: 'spec' cannot name a mesh axis")
+    return name
+
+
+class PartitionSpec:
+    """Which mesh axes shard each tensor dim, major to minor (as in JAX).
+
+    PartitionSpec(("dp", "tp"), None): dim 0 is sharded on dp then tp (dp
+    major), dim 1 is not sharded.  Immutable and hashable.
+    """
+
+    __slots__ = ("dims",)
+    dims: Tuple[DimEntry, ...]
+
+    def __init__(self, *entries: Union[None, str, Tuple[str, ...]]) -> None:
+        dims: list[DimEntry] = []
+        seen: set[str] = set()
+        for entry in entries:
+            if entry is None:
+                axes: DimEntry = ()
+            elif isinstance(entry, str):
+                axes = (entry,)
+            elif isinstance(entry, (tuple, list)):
+                axes = tuple(entry)
+            else:
+                raise SpecError(
+                    f"PartitionSpec entries are None, an axis name or a tuple of axis names; got {entry!r}"
+                )
+            for a in axes:
+                _check_axis_name(a, "PartitionSpec")
+                if a in seen:
+                    raise SpecError(f"PartitionSpec: mesh axis {a!r} shards more than one dim")
+                seen.add(a)
+            dims.append(axes)
+        object.__setattr__(self, "dims", tuple(dims))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("PartitionSpec is immutable")
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return (PartitionSpec, tuple(d if d else None for d in self.dims))
+
+    def __len__(self) -> int:
+        return len(self.dims)
+
+    def __iter__(self) -> Iterator[DimEntry]:
+        return iter(self.dims)
+
+    def __getitem__(self, i: int) -> DimEntry:
+        return self.dims[i]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PartitionSpec) and other.dims == self.dims
+
+    def __hash__(self) -> int:
+        return hash(("PartitionSpec", self.dims))
+
+    @property
+    def axes(self) -> Tuple[str, ...]:
+        """Every sharding axis, in dim order then major-to-minor."""
+        return tuple(a for d in self.dims for a in d)
+
+    def dim_of(self, axis: str) -> Optional[int]:
+        for i, d in enumerate(self.dims):
+            if axis in d:
+                return i
+        return None
+
+    def canonical(self) -> str:
+        parts = []
+        for d in self.dims:
+            if not d:
+                parts.append("None")
+            elif len(d) == 1:
+                parts.append(d[0])
+            else:
+                parts.append("(" + ", ".join(d) + ")")
+        inner = ", ".join(parts)
+        if len(parts) == 1:
+            inner += ","
+        return f"({inner})"
+
+    def __repr__(self) -> str:
+        def one(d: DimEntry) -> str:
+            if not d:
+                return "None"
+            if len(d) == 1:
+                return repr(d[0])
+            return "(" + ", ".join(repr(a) for a in d) + ")"
+
+        return "PartitionSpec(" + ", ".join(one(d) for d in self.dims) + ")"
+
+
+class Spmd:
+    """The SPMD type of a tensor: a local type per mesh axis, optionally a spec.
+
+    Spmd(tp=V, dp=R); Spmd(dp=S(0), tp=S(1)); Spmd(spec=PartitionSpec("dp", None), tp=R).
+    Immutable, hashable, cheap to build (it is evaluated once per annotation).
+    """
+
+    __slots__ = ("axes", "spec")
+
+    axes: Mapping[str, AxisType]
+    spec: Optional[PartitionSpec]
+
+    def __init__(self, *, spec: Optional[PartitionSpec] = None, **axes: AxisType) -> None:
+        if spec is not None and not isinstance(spec, PartitionSpec):
+            raise SpecError(f"Spmd(spec=...) takes a PartitionSpec, got {spec!r}")
+        checked: dict[str, AxisType] = {}
+        for name in sorted(axes):
+            t = axes[name]
+            _check_axis_name(name, "Spmd")
+            if not isinstance(t, (LocalType, Shard)):
+                raise SpecError(f"Spmd: axis {name!r} must be R, I, V, P or S(dim), got {t!r}")
+            if spec is not None:
+                if isinstance(t, Shard):
+                    raise SpecError(
+                        f"Spmd: axis {name!r} is S({t.dim}) beside spec=; in the spec form, "
+                        f"put sharding axes in the PartitionSpec"
+                    )
+                if name in spec.axes:
+                    raise SpecError(
+                        f"Spmd: axis {name!r} is in the PartitionSpec and also given as {t}; "
+                        f"an axis in the spec is varying (it shards its dim)"
+                    )
+            checked[name] = t
+        if spec is not None:
+            for i, d in enumerate(spec.dims):
+                for a in d:
+                    checked[a] = Shard(i)
+        object.__setattr__(self, "axes", dict(sorted(checked.items())))
+        object.__setattr__(self, "spec", spec)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Spmd is immutable")
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (parse_spmd, (self.canonical(),))
+
+    @classmethod
+    def of(cls, axes: Mapping[str, AxisType], spec: Optional[PartitionSpec] = None) -> "Spmd":
+        """Build from a mapping of axis name to type (the keywords of Spmd(...))."""
+        return cls(spec=spec, **axes)
+
+    # -- queries ---------------------------------------------------------------
+    @property
+    def ndim(self) -> Optional[int]:
+        """The tensor rank the annotation fixes (spec form), else None."""
+        return None if self.spec is None else len(self.spec)
+
+    def axis_type(self, axis: str) -> Optional[AxisType]:
+        """The local type on `axis`; None means unknown (per-axis form, axis not named)."""
+        t = self.axes.get(axis)
+        if t is None and self.spec is not None:
+            return R
+        return t
+
+    def normalized(self, ndim: int) -> "Spmd":
+        """Per-axis form with negative S dims resolved against rank ndim."""
+        if self.spec is not None:
+            if len(self.spec) != ndim:
+                raise SpecError(f"Spmd {self} has rank {len(self.spec)}, not {ndim}")
+            return self
+        out = {}
+        for a, t in self.axes.items():
+            if isinstance(t, Shard):
+                try:
+                    t = t.normalized(ndim)
+                except IndexError as e:
+                    raise SpecError(f"Spmd: axis {a!r}: {e}") from None
+            out[a] = t
+        return Spmd.of(out)
+
+    # -- forms -----------------------------------------------------------------
+    def canonical(self) -> str:
+        spec = self.spec
+        parts = [
+            f"{a}={t}" for a, t in self.axes.items() if spec is None or a not in spec.axes
+        ]
+        if spec is not None:
+            parts.append(f"spec={spec.canonical()}")
+        return ", ".join(parts)
+
+    __str__ = canonical
+
+    def __repr__(self) -> str:
+        spec = self.spec
+        parts = [
+            f"{a}={t}" for a, t in self.axes.items() if spec is None or a not in spec.axes
+        ]
+        if spec is not None:
+            parts.insert(0, f"spec={spec!r}")
+        return "Spmd(" + ", ".join(parts) + ")"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Spmd) and other.axes == self.axes and other.spec == self.spec
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.axes.items()), self.spec))
+
+
+# -- the canonical parser ------------------------------------------------------
+
+_TOKEN = re.compile(r"\s*(?:(\()|(\))|(,)|(=)|(S\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _tokens(text: str) -> list[str]:
+    pos, out = 0, []
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise SpecError(f"cannot parse SPMD type {text!r} at position {pos}")
+        out.append(m.group(m.lastindex or 0).replace(" ", ""))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.toks = _tokens(text)
+        self.i = 0
+
+    def peek(self) -> Optional[str]:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self, expected: Optional[str] = None) -> str:
+        tok = self.peek()
+        if tok is None or (expected is not None and tok != expected):
+            want = expected or "more input"
+            raise SpecError(f"cannot parse SPMD type {self.text!r}: expected {want}, got {tok!r}")
+        self.i += 1
+        return tok
+
+    def spec(self) -> PartitionSpec:
+        self.take("(")
+        entries: list[Union[None, str, Tuple[str, ...]]] = []
+        while self.peek() != ")":
+            if self.peek() == "(":
+                self.take("(")
+                group = []
+                while self.peek() != ")":
+                    group.append(self.take())
+                    if self.peek() == ",":
+                        self.take(",")
+                self.take(")")
+                entries.append(tuple(group))
+            else:
+                tok = self.take()
+                entries.append(None if tok == "None" else tok)
+            if self.peek() == ",":
+                self.take(",")
+        self.take(")")
+        return PartitionSpec(*entries)
+
+    def spmd(self) -> Spmd:
+        axes: dict[str, AxisType] = {}
+        spec = None
+        while self.peek() is not None:
+            name = self.take()
+            self.take("=")
+            if name == "spec":
+                spec = self.spec()
+            else:
+                try:
+                    axes[name] = parse_axis_type(self.take())
+                except ValueError as e:
+                    raise SpecError(str(e)) from None
+            if self.peek() is not None:
+                self.take(",")
+        return Spmd.of(axes, spec)
+
+
+def parse_spmd(text: str) -> Spmd:
+    """Parse the canonical string form back into an Spmd (inverse of str(spmd))."""
+    return _Parser(text).spmd()
+

@@ -1,0 +1,18 @@
+# The carrier of SPMD types inside mypy (type-check time only; nothing imports
+# this at runtime).
+#
+# The mypy plugin represents "a Tensor whose SPMD type is T" as
+# SpmdTensor[Literal["<canonical form of T>"]], e.g.
+# SpmdTensor[Literal["dp=R, tp=S(1)"]].  A generic subclass of Tensor with a
+# Literal argument survives inference, containers, unions, the incremental
+# cache and the daemon; equality of types is equality of the canonical
+# strings (spmd_mypy.vocab.spec).  SpmdTensor[Any] is a tensor of unknown
+# SPMD type.  Pyright and other checkers without plugins see a plain Tensor.
+
+from typing import Generic, TypeVar
+
+from torch import Tensor
+
+_S_co = TypeVar("_S_co", covariant=True)
+
+class SpmdTensor(Tensor, Generic[_S_co]): ...

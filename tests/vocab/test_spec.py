@@ -1,0 +1,137 @@
+"""Spmd, PartitionSpec and the canonical string form."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spmd_mypy import I, P, PartitionSpec, R, S, SpecError, Spmd, V
+from spmd_mypy.vocab import parse_axis_type, parse_spmd
+
+AXES = ["dp", "tp", "ep", "cp", "pp"]
+
+axis_types = st.sampled_from([R, I, V, P]) | st.integers(-4, 5).map(S)
+
+
+@st.composite
+def per_axis(draw: st.DrawFn) -> Spmd:
+    names = draw(st.lists(st.sampled_from(AXES), unique=True, max_size=4))
+    return Spmd(**{n: draw(axis_types) for n in names})
+
+
+@st.composite
+def spec_form(draw: st.DrawFn) -> Spmd:
+    names = draw(st.permutations(AXES))
+    rank = draw(st.integers(0, 4))
+    entries: list[object] = []
+    k = 0
+    for _ in range(rank):
+        take = draw(st.integers(0, 2))
+        group = names[k : k + take]
+        k += len(group)
+        entries.append(None if not group else group[0] if len(group) == 1 else tuple(group))
+    rest = names[k:]
+    kw = {n: draw(st.sampled_from([R, I, V, P])) for n in rest[: draw(st.integers(0, len(rest)))]}
+    return Spmd(spec=PartitionSpec(*entries), **kw)
+
+
+@given(per_axis() | spec_form())
+def test_canonical_round_trip(s: Spmd) -> None:
+    text = str(s)
+    assert parse_spmd(text) == s
+    assert str(parse_spmd(text)) == text
+    assert pickle.loads(pickle.dumps(s)) == s
+
+
+@given(st.dictionaries(st.sampled_from(AXES), axis_types, max_size=4))
+def test_canonical_form_ignores_keyword_order(axes: dict) -> None:
+    forward = Spmd(**axes)
+    backward = Spmd(**dict(reversed(list(axes.items()))))
+    assert str(forward) == str(backward)
+    assert hash(forward) == hash(backward)
+
+
+def test_canonical_examples() -> None:
+    assert str(Spmd(tp=S(1), dp=R)) == "dp=R, tp=S(1)"
+    assert str(Spmd(tp=V, dp=R)) == "dp=R, tp=V"
+    s = Spmd(spec=PartitionSpec(("dp", "tp"), None), ep=I)
+    assert str(s) == "ep=I, spec=((dp, tp), None)"
+    assert repr(s) == "Spmd(spec=PartitionSpec(('dp', 'tp'), None), ep=I)"
+    assert str(Spmd(spec=PartitionSpec("dp"))) == "spec=(dp,)"
+    assert str(Spmd()) == ""
+
+
+def test_spec_form_means_per_axis_types() -> None:
+    s = Spmd(spec=PartitionSpec(("dp", "tp"), None), ep=I)
+    assert s.ndim == 2
+    assert s.axis_type("dp") == S(0) and s.axis_type("tp") == S(0)
+    assert s.axis_type("ep") is I
+    assert s.axis_type("pp") is R  # named nowhere: replicated in the spec form
+    per = Spmd(dp=S(0), tp=R)
+    assert per.ndim is None
+    assert per.axis_type("pp") is None  # named nowhere: unknown in the per-axis form
+    assert Spmd(spec=PartitionSpec("dp", None), tp=R).axes == per.axes
+
+
+def test_negative_dims_normalize_against_rank() -> None:
+    assert Spmd(tp=S(-1), dp=S(0)).normalized(3) == Spmd(tp=S(2), dp=S(0))
+    with pytest.raises(SpecError, match="tp"):
+        Spmd(tp=S(-4)).normalized(3)
+    assert S(-2).normalized(2) == S(0)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: PartitionSpec("dp", "dp"), "more than one dim"),
+        (lambda: PartitionSpec(("dp", "tp"), "tp"), "more than one dim"),
+        (lambda: PartitionSpec(3), "PartitionSpec entries"),
+        (lambda: PartitionSpec("1x"), "identifiers"),
+        (lambda: Spmd(tp="V"), "R, I, V, P or S"),
+        (lambda: Spmd(spec=PartitionSpec("tp"), tp=R), "in the PartitionSpec and also"),
+        (lambda: Spmd(spec=PartitionSpec("dp"), tp=S(0)), "put sharding axes in the PartitionSpec"),
+        (lambda: Spmd(spec=("dp",)), "takes a PartitionSpec"),
+        (lambda: S(1.0), "int tensor dim"),
+        (lambda: S(True), "int tensor dim"),
+    ],
+)
+def test_malformed_annotations_raise(make, message: str) -> None:
+    with pytest.raises((SpecError, TypeError), match=message):
+        make()
+
+
+@pytest.mark.parametrize("text", ["dp=Q", "dp=S(x)", "dp R", "spec=(dp", "dp=R,, tp=V", "=R"])
+def test_parser_rejects_garbage(text: str) -> None:
+    with pytest.raises(SpecError):
+        parse_spmd(text)
+
+
+def test_axis_type_parser() -> None:
+    assert parse_axis_type("S(-1)") == S(-1)
+    assert parse_axis_type(" R ") is R
+    with pytest.raises(ValueError):
+        parse_axis_type("S")
+
+
+def test_values_are_immutable_and_singletons_survive_pickle() -> None:
+    with pytest.raises(AttributeError):
+        Spmd(tp=R).spec = None  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        S(0).dim = 1  # type: ignore[misc]
+    for t in (R, I, V, P):
+        assert pickle.loads(pickle.dumps(t)) is t
+
+
+def test_vocabulary_and_package_import_neither_torch_nor_mypy() -> None:
+    code = (
+        "import sys, spmd_mypy, spmd_mypy.vocab.opclasses, spmd_mypy.vocab.collectives;"
+        "bad = [m for m in ('torch', 'mypy') if m in sys.modules];"
+        "sys.exit(', '.join(bad) or None)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, f"imported: {out.stderr}"
