@@ -10,15 +10,22 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, TypeVar
 
+import torch
+import torch.distributed as dist
+
+from ..vocab.collectives import CollectiveError
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _enabled_mode: Optional[Callable[[], Any]] = None
 _per_rank: Optional[Callable[[Any], Any]] = None
+_LocalIntNode: Any = None
 try:  # private torch API: keep every use of it in this module
     from torch.distributed import _local_tensor
 
     _enabled_mode = _local_tensor.enabled_local_tensor_mode
     _per_rank = _local_tensor.maybe_run_for_local_tensor
+    _LocalIntNode = _local_tensor.LocalIntNode
 except ImportError:  # pragma: no cover - a torch without simulated ranks
     pass
 
@@ -31,3 +38,21 @@ def per_rank(fn: F) -> F:
 def simulated() -> bool:
     """True when collectives run on simulated ranks in this process."""
     return _enabled_mode is not None and _enabled_mode() is not None
+
+
+def simulated_group_coord(group: dist.ProcessGroup) -> Optional[int]:
+    """Each simulated rank's index in `group`; None on real ranks.
+
+    On simulated ranks dist.get_rank(group) is the same for every rank, so a
+    group that is not a mesh dim must span all simulated ranks to be usable.
+    """
+    mode = _enabled_mode() if _enabled_mode is not None else None
+    if mode is None:
+        return None
+    ranks = dist.get_process_group_ranks(group)
+    if set(mode.ranks) - set(ranks):
+        raise CollectiveError(
+            "on simulated ranks a ProcessGroup must be a dim of the current mesh or span "
+            "every simulated rank"
+        )
+    return torch.SymInt(_LocalIntNode({r: ranks.index(r) for r in mode.ranks}))  # type: ignore[return-value]

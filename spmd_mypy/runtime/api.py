@@ -42,20 +42,29 @@ def _plan(op: str, src: AxisType, dst: AxisType, label: object, expert: bool) ->
     return plan(op, src, dst, axis=label, expert_mode=expert)  # type: ignore[arg-type]
 
 
+def _where(op: str, axis: object, src: object, dst: object) -> str:
+    return f"spmd.{op} on axis {axis!r} (src={src}, dst={dst})"
+
+
 def _fail(op: str, comm: Comm, src: AxisType, dst: AxisType, why: str) -> CollectiveError:
-    return CollectiveError(f"spmd.{op} on axis {comm.label!r} (src={src}, dst={dst}): {why}")
+    return CollectiveError(f"{_where(op, comm.label, src, dst)}: {why}")
 
 
-def _norm(op: str, axis: AxisArg, t: AxisType, x: Tensor, name: str) -> AxisType:
-    if isinstance(t, Shard):
-        if not -x.ndim <= t.dim < x.ndim:
-            raise CollectiveError(
-                f"spmd.{op} on axis {axis!r}: {name}=S({t.dim}) is out of range for a tensor "
-                f"of rank {x.ndim} (shape {tuple(x.shape)})"
-            )
-        if t.dim < 0:
-            return Shard(t.dim + x.ndim)
-    return t
+def _norm(op: str, comm: Comm, src: AxisType, dst: AxisType, x: Tensor) -> Tuple[AxisType, AxisType]:
+    """src and dst with S dims resolved against x's rank (both keep the rank)."""
+    out = []
+    for name, t in (("src", src), ("dst", dst)):
+        if isinstance(t, Shard):
+            if not -x.ndim <= t.dim < x.ndim:
+                raise _fail(
+                    op, comm, src, dst,
+                    f"{name}=S({t.dim}) is out of range for a tensor of rank {x.ndim} "
+                    f"(shape {tuple(x.shape)})",
+                )
+            if t.dim < 0:
+                t = Shard(t.dim + x.ndim)
+        out.append(t)
+    return out[0], out[1]
 
 
 def _check_sizes(
@@ -123,12 +132,38 @@ def _sizes_for(
     return None
 
 
+def _is_sizes(v: object) -> bool:
+    return v is None or (
+        isinstance(v, (list, tuple)) and all(isinstance(k, int) and not isinstance(k, bool) for k in v)
+    )
+
+
 def _a2a_sizes(comm: Comm, step: Step, x: Tensor, split_sizes: object) -> object:
     src, dst = step.src, step.dst
     if split_sizes is None:
-        if isinstance(dst, Shard):
-            _even_or_sizes("all_to_all", comm, src, dst, x.shape[dst.dim], dst.dim, None)
-        elif x.ndim == 0 or x.shape[0] % comm.size:
+        a, b = None, None
+    elif (
+        isinstance(split_sizes, (tuple, list))
+        and len(split_sizes) == 2
+        and all(_is_sizes(v) for v in split_sizes)
+    ):
+        a, b = split_sizes
+    else:
+        raise _fail(
+            "all_to_all", comm, src, dst,
+            f"split_sizes is a pair (src sizes, dst sizes), each a list of ints or None; "
+            f"got {split_sizes!r}",
+        )
+    if isinstance(dst, Shard):
+        a = None if a is None else _check_sizes("all_to_all", comm, src, dst, a, "src sizes")
+        if dst == src:  # re-splitting one dim: its full size is the sum over ranks
+            full = sum(a) if a is not None else x.shape[dst.dim] * comm.size
+        else:
+            full = x.shape[dst.dim]
+        b = _even_or_sizes("all_to_all", comm, src, dst, full, dst.dim, b)
+        return None if a is None and b is None else (a, b)
+    if a is None and b is None:
+        if x.ndim == 0 or x.shape[0] % comm.size:
             raise _fail(
                 "all_to_all", comm, src, dst,
                 f"dim 0 is split evenly over the {comm.size} ranks, so its size must be a "
@@ -136,19 +171,6 @@ def _a2a_sizes(comm: Comm, step: Step, x: Tensor, split_sizes: object) -> object
                 f"(pass split_sizes=(input splits, output splits) for uneven splits)",
             )
         return None
-    if not (isinstance(split_sizes, (tuple, list)) and len(split_sizes) == 2):
-        raise _fail(
-            "all_to_all", comm, src, dst,
-            "split_sizes is a pair (src sizes, dst sizes); either may be None for an even split",
-        )
-    a, b = split_sizes
-    if isinstance(dst, Shard):
-        a = None if a is None else _check_sizes("all_to_all", comm, src, dst, a, "src sizes")
-        full = x.shape[dst.dim]
-        if dst == src:  # re-splitting one dim: its full size is the sum over ranks
-            full = sum(a) if a is not None else full * comm.size
-        b = _even_or_sizes("all_to_all", comm, src, dst, full, dst.dim, b)
-        return None if a is None and b is None else (a, b)
     if a is None or b is None:
         raise _fail(
             "all_to_all", comm, src, dst,
@@ -174,9 +196,11 @@ def _run(
     expert_mode: bool = False,
     split_sizes: object = None,
 ) -> Tensor:
-    comm = resolve_axis(axis)
-    src = _norm(op, comm.label, src, x, "src")
-    dst = _norm(op, comm.label, dst, x, "dst")
+    try:
+        comm = resolve_axis(axis)
+    except CollectiveError as e:
+        raise CollectiveError(f"{_where(op, axis, src, dst)}: {e}") from None
+    src, dst = _norm(op, comm, src, dst, x)
     steps = _plan(op, src, dst, comm.label, expert_mode)
     if not steps:
         return x

@@ -162,11 +162,12 @@ def all_to_all_shard(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
     """cat(xs, i).split(dst sizes, j)[me]: one all_to_all of padded pieces."""
     i, j = _dim(step.src), _dim(step.dst)
     src_sizes, dst_sizes = _pair(sizes)
-    dst = list(dst_sizes) if dst_sizes is not None else _even(x.shape[j], comm.size)
     if i == j:
         # Re-splitting one dim: gather it, keep my new piece.
         full = all_gather_shard(x, comm, Step("all_gather", step.src, step.src), src_sizes)
-        return _take(full, i, dst, comm.coord())
+        split = list(dst_sizes) if dst_sizes is not None else _even(full.shape[i], comm.size)
+        return _take(full, i, split, comm.coord())
+    dst = list(dst_sizes) if dst_sizes is not None else _even(x.shape[j], comm.size)
     ma = max(src_sizes) if src_sizes is not None else x.shape[i]
     pieces = [_pad_to(p, {i: ma, j: max(dst)}) for p in x.split(dst, j)]  # piece k -> rank k
     send = torch.stack(pieces, 0).contiguous()

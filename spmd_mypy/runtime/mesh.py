@@ -16,6 +16,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
 from ..vocab.collectives import CollectiveError
+from ._local import simulated_group_coord
 
 __all__ = ["set_mesh", "current_mesh", "Comm", "resolve_axis", "AxisArg"]
 
@@ -65,7 +66,8 @@ class Comm:
         """This rank's index in the group (a per-rank symbolic int on simulated ranks)."""
         mesh = self._mesh
         if mesh is None:
-            return dist.get_rank(self.group)
+            c = simulated_group_coord(self.group)
+            return dist.get_rank(self.group) if c is None else c
         c = 0
         for a in self._axes:
             c = c * mesh.size(_dim_names(mesh).index(a)) + mesh.get_local_rank(a)
@@ -84,10 +86,6 @@ def _dim_names(mesh: DeviceMesh) -> Tuple[str, ...]:
 _CACHE: dict[tuple[int, object], tuple[DeviceMesh, Comm]] = {}
 
 
-def _axis_text(axis: object) -> str:
-    return f"axes {axis!r}" if isinstance(axis, tuple) else f"axis {axis!r}"
-
-
 def _resolve_names(mesh: DeviceMesh, axis: Union[str, Tuple[str, ...]]) -> Comm:
     names = _dim_names(mesh)
     axes = axis if isinstance(axis, tuple) else (axis,)
@@ -95,17 +93,15 @@ def _resolve_names(mesh: DeviceMesh, axis: Union[str, Tuple[str, ...]]) -> Comm:
         raise CollectiveError("an empty tuple of axes names no communicator")
     for a in axes:
         if not isinstance(a, str) or a not in names:
-            raise CollectiveError(
-                f"{_axis_text(axis)}: {a!r} is not a dim of the current mesh (dims: {names})"
-            )
+            raise CollectiveError(f"{a!r} is not a dim of the current mesh (dims: {names})")
     if len(set(axes)) != len(axes):
-        raise CollectiveError(f"{_axis_text(axis)}: an axis is named twice")
+        raise CollectiveError("an axis is named twice")
     if len(axes) == 1:
         group = mesh.get_group(axes[0])
         return Comm(group, mesh.size(names.index(axes[0])), axis, mesh, axes)
     if list(axes) != sorted(axes, key=names.index):
         raise CollectiveError(
-            f"{_axis_text(axis)}: name the axes in mesh order {tuple(a for a in names if a in axes)} "
+            f"name the axes in mesh order {tuple(a for a in names if a in axes)} "
             f"(the flattened group is ordered major to minor)"
         )
     flat = mesh[axes]._flatten()  # private DeviceMesh API: a group over several dims
@@ -135,9 +131,7 @@ def resolve_axis(axis: AxisArg) -> Comm:
         comm = _resolve_group(mesh, axis)
     elif isinstance(axis, (str, tuple)):
         if mesh is None:
-            raise CollectiveError(
-                f"{_axis_text(axis)}: no mesh is set; wrap the code in `with spmd.set_mesh(mesh):`"
-            )
+            raise CollectiveError("no mesh is set; wrap the code in `with spmd.set_mesh(mesh):`")
         comm = _resolve_names(mesh, axis)
     else:
         raise CollectiveError(
