@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple, Sequence, Tuple, Union
 
-from .localtype import AxisType, I, P, R, Shard, V, kind
+from .localtype import AxisType, I, P, R, Shard, V, grad_type, kind
 
 __all__ = [
     "Step",
@@ -301,3 +301,41 @@ def primitive_keys() -> Tuple[Tuple[str, str, str], ...]:
 def is_expert(op: str, src: AxisType, dst: AxisType) -> bool:
     return (op, kind(src), kind(dst)) in EXPERT_ONLY
 
+
+
+def fix_call(got: AxisType, want: AxisType, axis: AxisLabel, name: str = "x") -> str | None:
+    """The call that turns a `got` value into a `want` one, for hints; None if none fits.
+
+    Prefers the value-preserving route (the collective or convert of
+    redistribute), then a plain reinterpret; never an expert-only form.
+    """
+    sk, dk = kind(got), kind(want)
+    if got == want or {sk, dk} <= {"V", "S"}:
+        return None
+    op = _REDISTRIBUTE.get((sk, dk), "convert")
+    for candidate in (op, "reinterpret"):
+        try:
+            if plan(candidate, got, want, axis=axis):
+                return f"spmd.{candidate}({name}, {axis!r}, src={got}, dst={want})"
+        except CollectiveError:
+            continue
+    return None
+
+
+def mismatch_consequence(got: AxisType, want: AxisType, axis: AxisLabel) -> str:
+    """What goes wrong when a `got` value is used where `want` is expected."""
+    sk, dk = kind(got), kind(want)
+    if sk == "P":
+        return f"the pending sum over {axis!r} was never taken, so each rank holds only its addend"
+    if dk == "P":
+        return f"it would be summed over {axis!r} as if it were a pending sum"
+    if sk in ("V", "S"):
+        return f"the ranks hold different values where one value per {axis!r} group is expected"
+    if sk == "I" and dk == "R":
+        return (
+            f"the gradient of the R use is Partial over {axis!r} and would never be all-reduced "
+            f"into the Invariant gradient"
+        )
+    if sk == "R" and dk == "I":
+        return f"the gradient (Partial over {axis!r}) would be used as if already reduced"
+    return f"its gradient would be {grad_type(got)} where {grad_type(want)} is expected"

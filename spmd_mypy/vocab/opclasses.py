@@ -10,6 +10,8 @@ follows from its operands' types and its class:
   divide       like multilinear, but only the numerator (first operand) may be P
   nonlinear    any P operand is an error; otherwise the R/I/V rule
   factory      no tensor operands: R on every axis
+  random       dropout, rand_like, bernoulli, ...: ranks draw different numbers, so
+               the result is V (the sound choice); a P or I operand is an error
 
 The R/I/V rule: all R -> R, all I -> I, R mixed with V -> V, I mixed with
 anything else -> error (convert the I operand to R first).  S(i) counts as V.
@@ -34,6 +36,7 @@ __all__ = [
     "DIVIDE",
     "NONLINEAR",
     "FACTORY",
+    "RANDOM",
     "OpRuleError",
     "SCALAR",
     "op_class",
@@ -48,6 +51,7 @@ MULTILINEAR: Final = "multilinear"
 DIVIDE: Final = "divide"
 NONLINEAR: Final = "nonlinear"
 FACTORY: Final = "factory"
+RANDOM: Final = "random"
 
 
 def _names(text: str) -> frozenset[str]:
@@ -66,6 +70,11 @@ _LINEAR_COMMON = _names(
     clone contiguous detach to float double half bfloat16 type type_as cpu cuda
     real imag conj trace zero_
     pad constant_pad_nd unfold as_strided
+    ravel fliplr flipud atleast_1d atleast_2d atleast_3d block_diag diff
+    index_add index_copy scatter_add slice_scatter select_scatter diagonal_scatter
+    narrow_copy split_with_sizes unsafe_split unsafe_chunk view_as_real view_as_complex
+    resolve_conj resolve_neg conj_physical squeeze_copy unsqueeze_copy permute_copy
+    transpose_copy t_copy expand_copy view_copy alias_copy detach_copy
     """
 )
 
@@ -79,6 +88,14 @@ _MULTILINEAR_COMMON = _names(
 
 _DIVIDE_COMMON = _names("div divide true_divide")
 
+# Random draws: differ per rank unless the RNG is synchronised, so V.
+_RANDOM = _names(
+    """
+    dropout dropout1d dropout2d dropout3d alpha_dropout feature_alpha_dropout
+    rand_like randn_like randint_like bernoulli multinomial normal poisson rrelu
+    """
+)
+
 # Creation functions: replicated on every axis.
 _FACTORIES = _names(
     """
@@ -88,6 +105,7 @@ _FACTORIES = _names(
 )
 
 TORCH_FUNCTIONS: Final[dict[str, str]] = {
+    **{n: RANDOM for n in _RANDOM},
     **{n: LINEAR for n in _LINEAR_COMMON},
     **{n: MULTILINEAR for n in _MULTILINEAR_COMMON},
     **{n: DIVIDE for n in _DIVIDE_COMMON},
@@ -95,6 +113,7 @@ TORCH_FUNCTIONS: Final[dict[str, str]] = {
 }
 
 TENSOR_METHODS: Final[dict[str, str]] = {
+    **{n: RANDOM for n in _RANDOM},
     **{n: LINEAR for n in _LINEAR_COMMON},
     **{n: MULTILINEAR for n in _MULTILINEAR_COMMON},
     **{n: DIVIDE for n in _DIVIDE_COMMON},
@@ -116,6 +135,7 @@ TENSOR_METHODS: Final[dict[str, str]] = {
     "__imatmul__": MULTILINEAR,
     "__truediv__": DIVIDE,
     "__itruediv__": DIVIDE,
+    "__rtruediv__": NONLINEAR,  # scalar / x: nonlinear in x
     "new_zeros": FACTORY,
     "new_ones": FACTORY,
     "new_empty": FACTORY,
@@ -139,10 +159,21 @@ FUNCTIONAL: Final[dict[str, str]] = {
 }
 
 
+def op_class_or_none(name: str, namespace: str = "torch") -> Optional[str]:
+    """Class of an op by short name in 'torch', 'tensor' or 'functional'; None if not in a table.
+
+    torch.nn.functional also sees the torch table (F.linear and torch.matmul
+    share rows), Tensor methods see their own table.
+    """
+    if namespace == "functional":
+        return FUNCTIONAL.get(name) or TORCH_FUNCTIONS.get(name)
+    table = TENSOR_METHODS if namespace == "tensor" else TORCH_FUNCTIONS
+    return table.get(name)
+
+
 def op_class(name: str, namespace: str = "torch") -> str:
-    """Class of an op by short name in 'torch', 'tensor' or 'functional'; default nonlinear."""
-    table = {"torch": TORCH_FUNCTIONS, "tensor": TENSOR_METHODS, "functional": FUNCTIONAL}[namespace]
-    return table.get(name, NONLINEAR)
+    """Class of an op by short name; ops in no table are nonlinear (the safe default)."""
+    return op_class_or_none(name, namespace) or NONLINEAR
 
 
 class _Scalar:
@@ -203,6 +234,19 @@ def combine(cls: str, operands: Sequence[Operand]) -> Optional[AxisType]:
     if not tensors:
         return R
     partial = [t for t in tensors if t is P]
+    if cls == RANDOM:
+        if partial:
+            raise OpRuleError(
+                "partial-nonlinear",
+                "a Partial operand enters a random op; each rank would draw for its addend",
+            )
+        if any(t is I for t in tensors):
+            raise OpRuleError(
+                "invariant-mixed",
+                "a random op on an Invariant value gives each rank different values; "
+                "its gradient would not be summed over the axis",
+            )
+        return V
     if not partial:
         return _riv(tensors)
     if cls == NONLINEAR:
@@ -246,3 +290,32 @@ def combine(cls: str, operands: Sequence[Operand]) -> Optional[AxisType]:
             + " operand; only a Replicate factor keeps the pending sum intact",
         )
     return P
+
+
+# Ops whose Python-number arguments are operands (x + 1, 2 * x, torch.add(x, 1));
+# for every other op a number is a dim, a size or a flag, not an operand.
+SCALAR_OPERANDS: Final = _names(
+    """
+    add sub subtract mul multiply div divide true_divide rsub
+    __add__ __radd__ __iadd__ __sub__ __rsub__ __isub__ __mul__ __rmul__ __imul__
+    __truediv__ __rtruediv__ __itruediv__
+    """
+)
+
+# In-place dunders and their out-of-place counterparts.
+_INPLACE_DUNDERS: Final = {
+    "__iadd__": "__add__",
+    "__isub__": "__sub__",
+    "__imul__": "__mul__",
+    "__itruediv__": "__truediv__",
+    "__imatmul__": "__matmul__",
+}
+
+
+def out_of_place(name: str) -> Optional[str]:
+    """For an in-place op name (add_, __iadd__), the out-of-place name; else None."""
+    if name in _INPLACE_DUNDERS:
+        return _INPLACE_DUNDERS[name]
+    if name.endswith("_") and not name.endswith("__") and not name.startswith("_"):
+        return name[:-1]
+    return None

@@ -27,7 +27,7 @@ from typing import Iterator, Mapping, Optional, Tuple, Union
 
 from .localtype import AxisType, LocalType, R, Shard, parse_axis_type
 
-__all__ = ["PartitionSpec", "Spmd", "SpecError", "parse_spmd"]
+__all__ = ["PartitionSpec", "Spmd", "SpecError", "parse_spmd", "mismatches"]
 
 _AXIS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -321,3 +321,31 @@ def parse_spmd(text: str) -> Spmd:
     """Parse the canonical string form back into an Spmd (inverse of str(spmd))."""
     return _Parser(text).spmd()
 
+
+
+def _local_kind(t: AxisType) -> str:
+    # In local SPMD, S(i) is a Varying value: the two are interchangeable.
+    return "V" if isinstance(t, Shard) else t.letter
+
+
+def mismatches(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType, AxisType]]:
+    """Axes where a value of type `actual` cannot stand for `expected`.
+
+    Checked on every axis `expected` constrains (every axis it names; in the
+    spec form also every axis `actual` names, which the spec makes R).  An
+    axis `actual` does not know is never a mismatch (gradual typing).  S(i)
+    and V are interchangeable (local SPMD).  Returns (axis, actual type,
+    expected type) triples, sorted by axis.
+    """
+    axes = set(expected.axes)
+    if expected.spec is not None:
+        axes |= set(actual.axes)
+    out = []
+    for axis in sorted(axes):
+        want = expected.axis_type(axis)
+        got = actual.axis_type(axis)
+        if want is None or got is None:
+            continue
+        if _local_kind(got) != _local_kind(want):
+            out.append((axis, got, want))
+    return out

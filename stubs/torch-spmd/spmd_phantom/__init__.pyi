@@ -16,3 +16,13 @@ from torch import Tensor
 _S_co = TypeVar("_S_co", covariant=True)
 
 class SpmdTensor(Tensor, Generic[_S_co]): ...
+
+class SpmdAttr(Generic[_S_co]):
+    """A tensor attribute declared in a class body (an nn.Module parameter).
+
+    Reading it gives SpmdTensor[_S_co]; assigning any Tensor to it is allowed
+    (the usual `self.w = nn.Parameter(...)` in __init__).
+    """
+
+    def __get__(self, obj: object, owner: object) -> SpmdTensor[_S_co]: ...
+    def __set__(self, obj: object, value: Tensor) -> None: ...

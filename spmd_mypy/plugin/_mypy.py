@@ -1,0 +1,323 @@
+"""Every use of mypy by the plugin, in one module.
+
+The plugin API is not stable across mypy releases and part of what the plugin
+needs is internal (the analyzer's current file, binding `self`, the two
+checker methods wrapped below).  Everything that touches mypy lives here, so
+a mypy upgrade is this file's work.  Tested range: see pyproject.toml.
+
+The carrier: a tensor whose SPMD type is T has the mypy type
+`spmd_phantom.SpmdTensor[Literal["<canonical T>"]]` (stubs/torch-spmd).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Tuple
+
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import (
+    ARG_NAMED,
+    ARG_POS,
+    CallExpr,
+    Context,
+    Expression,
+    IntExpr,
+    MemberExpr,
+    NameExpr,
+    RefExpr,
+    StrExpr,
+    TupleExpr,
+    TypeInfo,
+    UnaryExpr,
+)
+from mypy.plugin import (
+    AnalyzeTypeContext,
+    AttributeContext,
+    FunctionContext,
+    FunctionSigContext,
+    MethodContext,
+    MethodSigContext,
+    Plugin,
+    ReportConfigContext,
+)
+from mypy.typeops import bind_self
+from mypy.types import (
+    AnyType,
+    CallableType,
+    FunctionLike,
+    Instance,
+    LiteralType,
+    TupleType,
+    Type,
+    TypeOfAny,
+    UnionType,
+    get_proper_type,
+)
+
+__all__ = [
+    "Plugin",
+    "AnalyzeTypeContext",
+    "FunctionContext",
+    "MethodContext",
+    "MethodSigContext",
+    "FunctionSigContext",
+    "AttributeContext",
+    "CallableType",
+    "ReportConfigContext",
+    "ErrorCode",
+    "Context",
+    "Expression",
+    "Type",
+    "CARRIER",
+    "TENSOR",
+    "ATTR",
+]
+
+CARRIER = "spmd_phantom.SpmdTensor"
+ATTR = "spmd_phantom.SpmdAttr"
+TENSOR = "torch._tensor.Tensor"
+
+
+def error_code(code: str, description: str) -> ErrorCode:
+    return ErrorCode(code, description, "SPMD")
+
+
+# -- reading types ---------------------------------------------------------------
+
+
+def carried(typ: Optional[Type]) -> Optional[str]:
+    """The canonical SPMD string a carrier type holds, else None."""
+    if typ is None:
+        return None
+    p = get_proper_type(typ)
+    if isinstance(p, Instance) and p.type.fullname == CARRIER and p.args:
+        arg = get_proper_type(p.args[0])
+        if isinstance(arg, LiteralType) and isinstance(arg.value, str):
+            return arg.value
+    return None
+
+
+def is_tensor(typ: Optional[Type]) -> bool:
+    """A torch Tensor (carrier or plain)."""
+    if typ is None:
+        return False
+    p = get_proper_type(typ)
+    return isinstance(p, Instance) and p.type.has_base(TENSOR)
+
+
+def is_python_number(typ: Optional[Type]) -> bool:
+    if typ is None:
+        return False
+    p = get_proper_type(typ)
+    if isinstance(p, LiteralType):
+        p = p.fallback
+    return isinstance(p, Instance) and p.type.fullname in (
+        "builtins.int",
+        "builtins.float",
+        "builtins.bool",
+        "builtins.complex",
+    )
+
+
+# -- building carriers -----------------------------------------------------------
+
+
+def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
+    api = ctx.api
+    literal = LiteralType(canonical, fallback=api.named_type("builtins.str", []))
+    return api.named_type(CARRIER, [literal])
+
+
+def carrier_in_checker(api: Any, canonical: str) -> Type:
+    literal = LiteralType(canonical, fallback=api.named_generic_type("builtins.str", []))
+    return api.named_generic_type(CARRIER, [literal])
+
+
+def plain_tensor_in_analyzer(ctx: AnalyzeTypeContext) -> Type:
+    return ctx.api.named_type(TENSOR, [])
+
+
+def replace_tensors(typ: Type, new: Type) -> Type:
+    """typ with every Tensor in it (top level, tuple items, list/tuple args) replaced."""
+    p = get_proper_type(typ)
+    if is_tensor(p):
+        return new
+    if isinstance(p, TupleType):
+        return p.copy_modified(items=[replace_tensors(t, new) for t in p.items])
+    if isinstance(p, UnionType):  # Optional[Tensor], e.g. .grad
+        return UnionType([replace_tensors(t, new) for t in p.items], p.line, p.column)
+    if isinstance(p, Instance) and p.args and p.type.fullname in (
+        "builtins.tuple",
+        "builtins.list",
+    ):
+        return p.copy_modified(args=[replace_tensors(t, new) for t in p.args])
+    return typ
+
+
+def has_tensor(typ: Type) -> bool:
+    p = get_proper_type(typ)
+    if is_tensor(p):
+        return True
+    if isinstance(p, (TupleType, UnionType)):
+        return any(has_tensor(t) for t in p.items)
+    if isinstance(p, Instance) and p.type.fullname in ("builtins.tuple", "builtins.list"):
+        return any(has_tensor(t) for t in p.args)
+    return False
+
+
+# -- the analyzer ------------------------------------------------------------------
+
+
+def analyzer_path(ctx: AnalyzeTypeContext) -> Optional[str]:
+    sem = getattr(ctx.api, "api", None)
+    mod = getattr(sem, "cur_mod_node", None)
+    return getattr(mod, "path", None)
+
+
+def analyzer_lookup(ctx: AnalyzeTypeContext) -> Callable[[str], Optional[str]]:
+    def lookup(name: str) -> Optional[str]:
+        sym = ctx.api.lookup_qualified(name, ctx.context, suppress_errors=True)  # type: ignore[attr-defined]
+        if sym is None:
+            return None
+        node = sym.node
+        return getattr(node, "fullname", None) or sym.fullname
+
+    return lookup
+
+
+def type_position(ctx: AnalyzeTypeContext) -> Tuple[int, int]:
+    return (ctx.type.line, ctx.type.column)
+
+
+def mark_alias_target(ctx: AnalyzeTypeContext) -> None:
+    """Stop mypy from treating `X = Annotated[Tensor, ...]` as an unindexed generic alias."""
+    ctx.type.empty_tuple_index = True
+
+
+# -- expressions in calls (collectives) ------------------------------------------
+
+
+def fullname_of(expr: Expression) -> Optional[str]:
+    if isinstance(expr, RefExpr):
+        node = expr.node
+        return getattr(node, "fullname", None) or expr.fullname or None
+    return None
+
+
+def str_value(expr: Expression) -> Optional[str]:
+    return expr.value if isinstance(expr, StrExpr) else None
+
+
+def str_tuple(expr: Expression) -> Optional[Tuple[str, ...]]:
+    if isinstance(expr, TupleExpr):
+        values = [str_value(e) for e in expr.items]
+        if all(v is not None for v in values):
+            return tuple(values)  # type: ignore[arg-type]
+    return None
+
+
+def int_value(expr: Expression) -> Optional[int]:
+    if isinstance(expr, IntExpr):
+        return expr.value
+    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
+        return -expr.expr.value
+    return None
+
+
+def call_parts(expr: Expression) -> Optional[Tuple[Optional[str], List[Expression], List[Tuple[str, Expression]]]]:
+    """(callee fullname, positional args, keyword args) of a call expression."""
+    if not isinstance(expr, CallExpr):
+        return None
+    pos = [a for a, k in zip(expr.args, expr.arg_kinds) if k == ARG_POS]
+    kws = [(n, a) for a, k, n in zip(expr.args, expr.arg_kinds, expr.arg_names) if k == ARG_NAMED and n]
+    return fullname_of(expr.callee), pos, kws
+
+
+def is_true(expr: Expression) -> bool:
+    return isinstance(expr, NameExpr) and expr.fullname == "builtins.True"
+
+
+def expr_text(expr: Expression) -> str:
+    """A short source-like rendering of an argument, for hints."""
+    if isinstance(expr, NameExpr):
+        return expr.name
+    if isinstance(expr, MemberExpr):
+        base = expr_text(expr.expr)
+        return f"{base}.{expr.name}"
+    return "x"
+
+
+def call_args(ctx: Any) -> List[Tuple[Optional[str], Expression, Type]]:
+    """Flatten a Function/MethodContext's actual arguments: (name, expr, type)."""
+    out = []
+    for names, exprs, types in zip(ctx.arg_names, ctx.args, ctx.arg_types):
+        for name, expr, typ in zip(names, exprs, types):
+            out.append((name, expr, typ))
+    return out
+
+
+def formal_args(ctx: Any, formal: str) -> List[Tuple[Expression, Type]]:
+    """The actual arguments bound to the callee's parameter named `formal`."""
+    try:
+        i = ctx.callee_arg_names.index(formal)
+    except (AttributeError, ValueError):
+        return []
+    return list(zip(ctx.args[i], ctx.arg_types[i]))
+
+
+# -- module calls ------------------------------------------------------------------
+
+
+def forward_signature(ctx: Any) -> Optional[CallableType]:
+    """The bound signature of `forward` of the nn.Module subclass being called
+    (the first item if forward is overloaded)."""
+    receiver = get_proper_type(ctx.type)
+    if not isinstance(receiver, Instance):
+        return None
+    info: TypeInfo = receiver.type
+    if not info.has_base("torch.nn.modules.module.Module"):
+        return None
+    for base in info.mro:
+        if base.fullname == "torch.nn.modules.module.Module":
+            return None  # forward is not overridden below Module
+        node = base.names.get("forward")
+        if node is not None:
+            sig = get_proper_type(getattr(node.node, "type", None))
+            if isinstance(sig, FunctionLike):
+                bound = bind_self(sig, receiver)
+                return bound.items[0] if bound.items else None
+            return None
+    return None
+
+
+# -- signatures at call sites ------------------------------------------------------
+
+
+def expression_type(api: Any, expr: Expression) -> Type:
+    return api.get_expression_type(expr)
+
+
+def with_arg_types(sig: CallableType, arg_types: List[Type]) -> CallableType:
+    return sig.copy_modified(arg_types=arg_types)
+
+
+def plain_tensor_like(carrier: Type) -> Type:
+    """The plain Tensor a carrier type derives from (found in its MRO)."""
+    p = get_proper_type(carrier)
+    if isinstance(p, Instance):
+        for base in p.type.mro:
+            if base.fullname == TENSOR:
+                return Instance(base, [])
+    return carrier
+
+
+def unknown_carrier(api: Any) -> Type:
+    """SpmdTensor[Any]: a tensor of unknown SPMD type that fits any annotation."""
+    return api.named_generic_type(CARRIER, [AnyType(TypeOfAny.special_form)])
+
+
+def attr_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
+    """SpmdAttr[Literal[...]]: a class attribute read as the carrier, assignable from any Tensor."""
+    literal = LiteralType(canonical, fallback=ctx.api.named_type("builtins.str", []))
+    return ctx.api.named_type(ATTR, [literal])
+
+

@@ -1,0 +1,274 @@
+"""Find and decode `Spmd(...)` inside `Annotated[...]` in a source file.
+
+mypy drops call expressions inside type expressions, so the plugin never sees
+`Spmd(tp=V)` through mypy.  It does see the inner `Tensor` with its line and
+column.  This module builds, per file, an index from the position of the
+first element of every `Annotated[...]` subscript to its metadata, and
+decodes an `Spmd(...)` call into a vocabulary `Spmd`, resolving names through
+a callback (the analyzer's lookup), so `spmd.S(1)`, `from spmd_mypy import V`
+and renamed imports all work.
+
+String annotations: mypy reports the inner type at the position of the
+string, so the index also maps a string constant's position to the metadata
+of the first `Annotated` inside it.
+
+Pure Python (stdlib ast; libcst only for syntax newer than the running
+Python): imports neither mypy nor torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
+
+from ..vocab.localtype import I, P, R, Shard, V
+from ..vocab.spec import PartitionSpec, SpecError, Spmd
+
+__all__ = ["Meta", "index_for", "decode", "AnnotationError", "SPMD_FULLNAMES"]
+
+Pos = Tuple[int, int]  # (line, 0-based column), as mypy reports them
+
+# Fully qualified names the decoder accepts (definitions, as mypy resolves them).
+SPMD_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.Spmd", "spmd_mypy.Spmd"})
+_SPEC_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.PartitionSpec", "spmd_mypy.PartitionSpec"})
+_SHARD_FULLNAMES = frozenset(
+    {"spmd_mypy.vocab.localtype.Shard", "spmd_mypy.vocab.localtype.S", "spmd_mypy.S"}
+)
+_LOCAL_TYPES = {
+    f"{mod}.{letter}": t
+    for mod in ("spmd_mypy.vocab.localtype", "spmd_mypy")
+    for letter, t in (("R", R), ("I", I), ("V", V), ("P", P))
+}
+
+
+class Meta(NamedTuple):
+    """One Annotated[...]: its metadata expressions and where they are."""
+
+    exprs: Tuple[ast.expr, ...]
+    line: int
+    in_class: bool = False  # the annotation of an attribute in a class body
+
+
+class AnnotationError(Exception):
+    """A malformed Spmd(...) annotation; reported as spmd-annotation."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+# -- the per-file index ----------------------------------------------------------
+
+_CACHE: Dict[str, Tuple[Tuple[float, int], Dict[Pos, Meta]]] = {}
+
+
+def _is_annotated(node: ast.expr) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == "Annotated"
+    return isinstance(node, ast.Attribute) and node.attr == "Annotated"
+
+
+def _class_attribute_annotations(tree: ast.AST) -> set:
+    """ids of the Annotated subscripts that annotate attributes in a class body."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    found.add(id(stmt.annotation))
+    return found
+
+
+def _collect(tree: ast.AST, out: Dict[Pos, Meta], shift: Optional[Pos] = None) -> None:
+    in_class = _class_attribute_annotations(tree) if shift is None else set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _is_annotated(node.value):
+            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if len(elts) < 2:
+                continue
+            first = elts[0]
+            pos = shift if shift is not None else (first.lineno, first.col_offset)
+            line = shift[0] if shift is not None else node.lineno
+            out.setdefault(pos, Meta(tuple(elts[1:]), line, id(node) in in_class))
+        elif (
+            shift is None
+            and isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "Annotated" in node.value
+        ):
+            try:
+                inner = ast.parse(node.value.strip(), mode="eval")
+            except SyntaxError:
+                continue
+            _collect(inner, out, shift=(node.lineno, node.col_offset))
+
+
+def _parse(source: str) -> Optional[ast.AST]:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        pass
+    try:  # syntax newer than this Python: libcst parses it, then ast of its code
+        import libcst
+
+        module = libcst.parse_module(source)
+        return ast.parse(module.code, feature_version=(3, 8))
+    except Exception:
+        return None
+
+
+def index_for(path: Optional[str]) -> Dict[Pos, Meta]:
+    """Position of each Annotated's first element -> its metadata (cached per file)."""
+    if not path or not path.endswith((".py", ".pyi")):
+        return {}
+    try:
+        st = os.stat(path)
+    except OSError:
+        return {}
+    key = (st.st_mtime, st.st_size)
+    hit = _CACHE.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    out: Dict[Pos, Meta] = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError):
+        source = ""
+    if "Spmd" in source:  # the cheap pre-filter: most files never mention it
+        tree = _parse(source)
+        if tree is not None:
+            _collect(tree, out)
+    _CACHE[path] = (key, out)
+    return out
+
+
+# -- decoding Spmd(...) ------------------------------------------------------------
+
+Lookup = Callable[[str], Optional[str]]  # dotted name in the file -> fullname or None
+
+
+def _dotted(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _resolve(node: ast.expr, lookup: Lookup, line: int) -> str:
+    name = _dotted(node)
+    if name is None:
+        raise AnnotationError(f"expected a name, got {ast.unparse(node)!r}", line)
+    full = lookup(name)
+    if full is None:
+        raise AnnotationError(f'name "{name}" is not defined', line)
+    return full
+
+
+def _int(node: ast.expr, line: int) -> int:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(
+        node.value, bool
+    ):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and isinstance(node.operand.value, int)
+        and not isinstance(node.operand.value, bool)
+    ):
+        return -node.operand.value
+    raise AnnotationError(f"S(dim) takes an int literal, got {ast.unparse(node)!r}", line)
+
+
+def _axis_type(node: ast.expr, lookup: Lookup, line: int) -> object:
+    if isinstance(node, ast.Call):
+        full = _resolve(node.func, lookup, line)
+        if full not in _SHARD_FULLNAMES:
+            raise AnnotationError(
+                f"{ast.unparse(node)!r} is not a local SPMD type (use R, I, V, P or S(dim))", line
+            )
+        if len(node.args) != 1 or node.keywords:
+            raise AnnotationError("S(dim) takes one int argument", line)
+        return Shard(_int(node.args[0], line))
+    full = _resolve(node, lookup, line)
+    t = _LOCAL_TYPES.get(full)
+    if t is None:
+        raise AnnotationError(
+            f"{ast.unparse(node)!r} is not a local SPMD type (use R, I, V, P or S(dim))", line
+        )
+    return t
+
+
+def _spec_entry(node: ast.expr, line: int) -> object:
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str)):
+        return node.value
+    if isinstance(node, ast.Tuple) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return tuple(e.value for e in node.elts)  # type: ignore[attr-defined]
+    raise AnnotationError(
+        f"PartitionSpec entries are None, an axis name or a tuple of axis names; "
+        f"got {ast.unparse(node)!r}",
+        line,
+    )
+
+
+def _partition_spec(node: ast.expr, lookup: Lookup, line: int) -> PartitionSpec:
+    if not isinstance(node, ast.Call) or _resolve(node.func, lookup, line) not in _SPEC_FULLNAMES:
+        raise AnnotationError(
+            f"spec= takes PartitionSpec(...), got {ast.unparse(node)!r}", line
+        )
+    if node.keywords:
+        raise AnnotationError("PartitionSpec takes positional entries only", line)
+    try:
+        return PartitionSpec(*[_spec_entry(a, line) for a in node.args])  # type: ignore[arg-type]
+    except SpecError as e:
+        raise AnnotationError(str(e), line) from None
+
+
+def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
+    """The Spmd among the metadata, None if there is none; AnnotationError if malformed."""
+    for expr in meta.exprs:
+        if not isinstance(expr, ast.Call):
+            continue
+        try:
+            full = lookup(_dotted(expr.func) or "")
+        except Exception:
+            full = None
+        name = _dotted(expr.func) or ""
+        if full not in SPMD_FULLNAMES and not (full is None and name.split(".")[-1] == "Spmd"):
+            continue
+        if full is None:
+            raise AnnotationError(f'name "{name}" is not defined', meta.line)
+        return _decode_call(expr, lookup, meta.line)
+    return None
+
+
+def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:
+    if call.args:
+        raise AnnotationError(
+            "Spmd takes keywords only: Spmd(tp=V, dp=R) or Spmd(spec=PartitionSpec(...), tp=R)",
+            line,
+        )
+    spec = None
+    axes: Dict[str, object] = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            raise AnnotationError("Spmd(**...) cannot be checked statically; name each axis", line)
+        if kw.arg == "spec":
+            spec = _partition_spec(kw.value, lookup, line)
+        else:
+            axes[kw.arg] = _axis_type(kw.value, lookup, line)
+    try:
+        return Spmd.of(axes, spec)  # type: ignore[arg-type]
+    except SpecError as e:
+        raise AnnotationError(str(e), line) from None
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+

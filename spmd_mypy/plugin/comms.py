@@ -1,0 +1,184 @@
+"""Typing the typed collectives and coercions, and spmd.assert_spmd.
+
+The signature check is the vocabulary's `plan` (the same call the runtime
+makes); on top, the claimed src must match what the checker inferred for the
+input on each axis, and the result takes dst on those axes.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable, Dict, Optional, Tuple, Union
+
+from ..vocab.collectives import CollectiveError, fix_call, mismatch_consequence, plan
+from ..vocab.localtype import AxisType, I, P, R, Shard, V
+from ..vocab.spec import Spmd, mismatches
+from . import _mypy
+from .annotations import AnnotationError, Meta, decode
+from .carrier import carrier, spmd_of
+from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE
+
+API = "spmd_mypy.runtime.api."
+_LETTERS = {"R": R, "I": I, "V": V, "P": P}
+_DEFAULT_SRC = {"all_reduce": P, "reduce_scatter": P}
+
+
+def _axis_type(expr: _mypy.Expression) -> Optional[AxisType]:
+    full = _mypy.fullname_of(expr)
+    if full is not None and full.startswith("spmd_mypy.") and full.rsplit(".", 1)[-1] in _LETTERS:
+        return _LETTERS[full.rsplit(".", 1)[-1]]
+    parts = _mypy.call_parts(expr)
+    if parts is not None:
+        callee, pos, kws = parts
+        if callee is not None and callee.rsplit(".", 1)[-1] in ("S", "Shard") and len(pos) == 1 and not kws:
+            dim = _mypy.int_value(pos[0])
+            if dim is not None:
+                return Shard(dim)
+    return None
+
+
+def _one(ctx: Any, formal: str) -> Optional[Tuple[_mypy.Expression, _mypy.Type]]:
+    got = _mypy.formal_args(ctx, formal)
+    return got[0] if got else None
+
+
+def _kind(t: AxisType) -> str:
+    return "V" if isinstance(t, Shard) else t.letter
+
+
+def collective_hook(op: str) -> Callable[[Any], _mypy.Type]:
+    def hook(ctx: Any) -> _mypy.Type:
+        try:
+            return _collective(ctx, op)
+        except Exception:  # never take mypy down
+            return ctx.default_return_type
+
+    return hook
+
+
+def _collective(ctx: Any, op: str) -> _mypy.Type:
+    default = ctx.default_return_type
+    x, axis_arg = _one(ctx, "x"), _one(ctx, "axis")
+    src_arg, dst_arg, expert_arg = _one(ctx, "src"), _one(ctx, "dst"), _one(ctx, "expert_mode")
+    if x is None or axis_arg is None or dst_arg is None:
+        return default
+    axis: Union[str, Tuple[str, ...], None] = _mypy.str_value(axis_arg[0]) or _mypy.str_tuple(axis_arg[0])
+    src = _axis_type(src_arg[0]) if src_arg is not None else _DEFAULT_SRC.get(op)
+    dst = _axis_type(dst_arg[0])
+    if axis is None or src is None or dst is None:
+        return default  # a ProcessGroup or computed argument: not typed statically
+    expert = expert_arg is not None and _mypy.is_true(expert_arg[0])
+    try:
+        plan(op, src, dst, axis=axis, expert_mode=expert)
+    except CollectiveError as e:
+        ctx.api.fail(str(e), ctx.context, code=SPMD_COLLECTIVE)
+        return default
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    actual = spmd_of(x[1])
+    name = _mypy.expr_text(x[0])
+    for a in axes:
+        have = actual.axis_type(a) if actual is not None else None
+        if have is not None and _kind(have) != _kind(src):
+            fix = fix_call(have, src, a, name)
+            ctx.api.fail(
+                f"spmd.{op} on axis {a!r}: src={src}, but {name} is {have} there; "
+                f"{mismatch_consequence(have, src, a)}"
+                + (f". Hint: make it {src} first with {fix}" if fix else "")
+                + (
+                    f", or drop this call if {name} is already what you need"
+                    if _kind(have) in ("R", "I") and op in ("all_reduce", "redistribute")
+                    else ""
+                ),
+                ctx.context,
+                code=SPMD_COLLECTIVE,
+            )
+    result: Dict[str, AxisType] = dict(actual.axes) if actual is not None else {}
+    for a in axes:
+        result[a] = dst
+    return _mypy.replace_tensors(default, carrier(ctx.api, Spmd.of(result)))
+
+
+# -- assert_spmd(x, Spmd(...)) ---------------------------------------------------
+
+
+def _to_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
+    """Rebuild the small expression language of Spmd(...) as stdlib ast for the decoder."""
+    full = _mypy.fullname_of(expr)
+    text = _mypy.expr_text(expr)
+    if full is not None and text != "x":
+        names[text] = full
+        node: ast.expr = ast.parse(text, mode="eval").body
+        return node
+    value = _mypy.str_value(expr)
+    if value is not None:
+        return ast.Constant(value)
+    number = _mypy.int_value(expr)
+    if number is not None:
+        return ast.parse(str(number), mode="eval").body
+    if getattr(expr, "fullname", None) == "builtins.None":
+        return ast.Constant(None)
+    items = getattr(expr, "items", None)
+    if items is not None and expr.__class__.__name__ == "TupleExpr":
+        return ast.Tuple([_to_ast(e, names) for e in items], ast.Load())
+    parts = _mypy.call_parts(expr)
+    if parts is not None:
+        callee_expr = getattr(expr, "callee")
+        return ast.Call(
+            _to_ast(callee_expr, names),
+            [_to_ast(a, names) for a in parts[1]],
+            [ast.keyword(k, _to_ast(v, names)) for k, v in parts[2]],
+        )
+    raise AnnotationError(f"cannot read {text!r} statically", 0)
+
+
+def assert_spmd_hook(ctx: Any) -> _mypy.Type:
+    try:
+        return _assert_spmd(ctx)
+    except Exception:
+        return ctx.default_return_type
+
+
+def _assert_spmd(ctx: Any) -> _mypy.Type:
+    default = ctx.default_return_type
+    x, meta_arg = _one(ctx, "x"), _one(ctx, "spmd")
+    if x is None or meta_arg is None or not _mypy.is_tensor(x[1]):
+        return default
+    names: Dict[str, str] = {}
+    try:
+        node = _to_ast(meta_arg[0], names)
+        asserted = decode(Meta((node,), ctx.context.line), names.get)
+    except AnnotationError as e:
+        ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
+        return default
+    if asserted is None:
+        return default
+    actual = spmd_of(x[1])
+    if actual is not None:
+        for a, got, want in mismatches(actual, asserted):
+            fix = fix_call(got, want, a, _mypy.expr_text(x[0]))
+            ctx.api.fail(
+                f"spmd.assert_spmd on axis {a!r}: {_mypy.expr_text(x[0])} is {got}, not {want}; "
+                f"{mismatch_consequence(got, want, a)}" + (f". Hint: {fix}" if fix else ""),
+                ctx.context,
+                code=SPMD_ARG,
+            )
+    merged: Dict[str, AxisType] = dict(actual.axes) if actual is not None else {}
+    merged.update(asserted.axes)
+    result = asserted if asserted.spec is not None else Spmd.of(merged)
+    return carrier(ctx.api, result)
+
+
+HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
+    API + op: collective_hook(op)
+    for op in (
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "all_to_all",
+        "reinterpret",
+        "convert",
+        "redistribute",
+    )
+}
+HOOKS[API + "assert_spmd"] = assert_spmd_hook
+

@@ -1,0 +1,28 @@
+"""The spmd-... error codes: each can be silenced on its own.
+
+`# type: ignore[spmd-op]` or `disable_error_code = spmd-op` in the config.
+"""
+
+from __future__ import annotations
+
+from ._mypy import error_code
+
+SPMD_ANNOTATION = error_code("spmd-annotation", "Malformed Spmd(...) annotation")
+SPMD_OP = error_code("spmd-op", "Torch op applied to incompatible SPMD types")
+SPMD_COLLECTIVE = error_code("spmd-collective", "Collective or coercion that does not fit its input")
+SPMD_ARG = error_code("spmd-arg", "Argument whose SPMD type does not fit the parameter")
+SPMD_RETURN = error_code("spmd-return", "Returned value whose SPMD type does not fit the annotation")
+SPMD_ASSIGN = error_code("spmd-assign", "Assigned value whose SPMD type does not fit the annotation")
+SPMD_BACKWARD = error_code("spmd-backward", "backward() on a loss that is not I or P on every axis")
+SPMD_INPLACE = error_code("spmd-inplace", "In-place op that would change a tensor's SPMD type")
+
+ALL = (
+    SPMD_ANNOTATION,
+    SPMD_OP,
+    SPMD_COLLECTIVE,
+    SPMD_ARG,
+    SPMD_RETURN,
+    SPMD_ASSIGN,
+    SPMD_BACKWARD,
+    SPMD_INPLACE,
+)

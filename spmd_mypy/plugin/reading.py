@@ -1,0 +1,59 @@
+"""Reading `Annotated[Tensor, Spmd(...)]` wherever users write it.
+
+The hook runs for every `Tensor` mypy analyzes in a type.  It looks up the
+position in the file's annotation index; if an `Spmd(...)` sits in the same
+`Annotated`, the type becomes its carrier, else it stays a plain Tensor.
+Works for parameters, returns, variables, class attributes, aliases
+(`Act = Annotated[Tensor, Spmd(tp=V)]`), string annotations and anything
+nested (Optional, list/tuple/dict of tensors), since each inner Tensor is
+analyzed in place.  An attribute annotated in a class body (an nn.Module
+parameter) becomes the SpmdAttr descriptor: reads give the carrier, and
+`self.w = nn.Parameter(...)` type-checks.
+"""
+
+from __future__ import annotations
+
+from ..vocab.spec import Spmd
+from . import _mypy
+from .annotations import AnnotationError, decode, index_for
+from .config import Settings
+from .errors import SPMD_ANNOTATION
+
+
+def _check_axes(spmd: Spmd, settings: Settings) -> None:
+    if not settings.axes:
+        return
+    unknown = [a for a in spmd.axes if a not in settings.axes]
+    if unknown:
+        raise AnnotationError(
+            f"unknown mesh axis {unknown[0]!r} (the configured axes are {', '.join(settings.axes)})",
+            0,
+        )
+    if settings.strict and spmd.spec is None:
+        missing = [a for a in settings.axes if a not in spmd.axes]
+        if missing:
+            raise AnnotationError(
+                f"strict mode: name every mesh axis; missing {', '.join(missing)}", 0
+            )
+
+
+def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.Type:
+    plain = _mypy.plain_tensor_in_analyzer(ctx)
+    try:
+        meta = index_for(_mypy.analyzer_path(ctx)).get(_mypy.type_position(ctx))
+        if meta is None:
+            return plain
+        try:
+            spmd = decode(meta, _mypy.analyzer_lookup(ctx))
+            if spmd is None:
+                return plain
+            _check_axes(spmd, settings)
+        except AnnotationError as e:
+            ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
+            return plain
+        _mypy.mark_alias_target(ctx)
+        if meta.in_class:
+            return _mypy.attr_in_analyzer(ctx, spmd.canonical())
+        return _mypy.carrier_in_analyzer(ctx, spmd.canonical())
+    except Exception:  # never take mypy down: an unreadable annotation is a plain Tensor
+        return plain

@@ -1,0 +1,89 @@
+"""Where SPMD types meet parameters: calls of annotated functions, methods and modules.
+
+mypy compares carriers by their Literal strings, which is too strict for
+arguments: a value that knows more axes than a parameter names still fits it,
+and an unannotated tensor is unknown (gradual typing lets it through).  So at
+every call site a signature hook checks each argument per axis with
+`vocab.mismatches`, reports spmd-arg with the fix, and hands mypy the
+signature with those parameters relaxed to plain Tensor.
+
+Returns and annotated assignments have no plugin hook: mypy checks them
+itself by equality of carriers (see DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from ..vocab.collectives import fix_call, mismatch_consequence
+from ..vocab.spec import Spmd, mismatches
+from . import _mypy
+from .carrier import spmd_of
+from .errors import SPMD_ARG
+
+
+def report_arg(api: Any, expr: Any, got: Spmd, want: Spmd, what: str) -> None:
+    name = _mypy.expr_text(expr)
+    for axis, g, w in mismatches(got, want):
+        fix = fix_call(g, w, axis, name)
+        api.fail(
+            f"{what} is {g} on axis {axis!r} where {w} is expected: "
+            f"{mismatch_consequence(g, w, axis)}" + (f". Hint: {fix}" if fix else ""),
+            expr,
+            code=SPMD_ARG,
+        )
+
+
+def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
+    sig = ctx.default_signature
+    expected = [spmd_of(t) for t in sig.arg_types]
+    if not any(e is not None for e in expected):
+        return sig
+    relaxed: List[_mypy.Type] = []
+    for i, (want, formal) in enumerate(zip(expected, sig.arg_types)):
+        if want is None:
+            relaxed.append(formal)
+            continue
+        relaxed.append(_mypy.plain_tensor_like(formal))
+        name = sig.arg_names[i] if i < len(sig.arg_names) else None
+        for expr in ctx.args[i] if i < len(ctx.args) else ():
+            got = spmd_of(_mypy.expression_type(ctx.api, expr))
+            if got is not None:
+                label = f'Argument "{name}" to "{callee}"' if name else f'Argument {i + 1} to "{callee}"'
+                report_arg(ctx.api, expr, got, want, label)
+    return _mypy.with_arg_types(sig, relaxed)
+
+
+def signature_hook(callee: str) -> Any:
+    def hook(ctx: Any) -> _mypy.CallableType:
+        try:
+            return _check_and_relax(ctx, callee)
+        except Exception:  # never take mypy down
+            return ctx.default_signature
+
+    return hook
+
+
+def module_call_hook(ctx: Any) -> _mypy.Type:
+    """`module(x)` is `module.forward(x)`: check the arguments, give forward's result."""
+    try:
+        fwd = _mypy.forward_signature(ctx)
+        if fwd is None:
+            return ctx.default_return_type
+        names = list(fwd.arg_names)
+        position = 0
+        for name, expr, typ in _mypy.call_args(ctx):
+            if name is None:
+                i: Optional[int] = position
+                position += 1
+            else:
+                i = names.index(name) if name in names else None
+            if i is None or i >= len(fwd.arg_types):
+                continue
+            want, got = spmd_of(fwd.arg_types[i]), spmd_of(typ)
+            if want is not None and got is not None:
+                label = f'Argument "{names[i]}" to "forward"' if names[i] else "Argument to forward"
+                report_arg(ctx.api, expr, got, want, label)
+        return fwd.ret_type
+    except Exception:
+        return ctx.default_return_type

@@ -1,0 +1,92 @@
+"""The plugin under a warm incremental cache and under the mypy daemon.
+
+Each check runs mypy as users do (a subprocess with a config that loads the
+plugin).  Between edits the tests wait more than a second: mypy and dmypy
+notice an edit by size and whole-second mtime.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BUGGY = '''\
+from typing import Annotated
+import torch.nn.functional as F
+from torch import Tensor
+from spmd_mypy import Spmd, P
+
+def router(scores: Annotated[Tensor, Spmd(tp=P)]) -> Tensor:
+    return F.softmax(scores, dim=-1)
+'''
+
+FIXED = BUGGY.replace(
+    "    return F.softmax(scores, dim=-1)",
+    '    import spmd_mypy as spmd\n    from spmd_mypy import R\n'
+    '    return F.softmax(spmd.all_reduce(scores, "tp", src=P, dst=R), dim=-1)',
+)
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "mypy.ini").write_text(
+        "[mypy]\nplugins = spmd_mypy.plugin\n"
+        f"mypy_path = {ROOT / 'stubs' / 'torch-spmd'}:{ROOT}\n"
+        "allow_redefinition = True\n"
+    )
+    (tmp_path / "model.py").write_text(BUGGY)
+    return tmp_path
+
+
+def _edit(path: Path, text: str) -> None:
+    time.sleep(1.1)
+    path.write_text(text)
+
+
+def _run(args: list, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "MYPYPATH"}
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+
+
+def _errors(out: subprocess.CompletedProcess) -> list:
+    return [line for line in out.stdout.splitlines() if ": error:" in line]
+
+
+def test_warm_cache_keeps_the_verdict_and_sees_edits(tmp_path: Path) -> None:
+    proj = _project(tmp_path)
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "model.py"]
+    cold = _run(mypy, proj)
+    assert [e.split(":")[1] for e in _errors(cold)] == ["7"], cold.stdout + cold.stderr
+    assert "[spmd-op]" in cold.stdout
+    warm = _run(mypy, proj)
+    assert _errors(warm) == _errors(cold), warm.stdout
+    _edit(proj / "model.py", FIXED)
+    fixed = _run(mypy, proj)
+    assert fixed.returncode == 0 and not _errors(fixed), fixed.stdout + fixed.stderr
+
+
+def test_daemon_reports_the_new_result_after_an_edit(tmp_path: Path) -> None:
+    proj = _project(tmp_path)
+    dmypy = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(proj / ".dmypy.json")]
+    run = dmypy + ["run", "--", "--config-file", "mypy.ini", "--cache-dir", ".cache", "model.py"]
+    try:
+        first = _run(run, proj)
+        assert [e.split(":")[1] for e in _errors(first)] == ["7"], first.stdout + first.stderr
+        _edit(proj / "model.py", FIXED)
+        second = _run(run, proj)
+        assert not _errors(second), second.stdout + second.stderr
+        assert "Success" in second.stdout
+        _edit(proj / "model.py", BUGGY)
+        third = _run(run, proj)
+        assert [e.split(":")[1] for e in _errors(third)] == ["7"], third.stdout
+    finally:
+        _run(dmypy + ["stop"], proj)
+
+
+def test_plugin_never_imports_torch() -> None:
+    code = "import sys, spmd_mypy.plugin; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
