@@ -255,16 +255,21 @@ def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:
             line,
         )
     spec = None
+    nograd = False
     axes: Dict[str, object] = {}
     for kw in call.keywords:
         if kw.arg is None:
             raise AnnotationError("Spmd(**...) cannot be checked statically; name each axis", line)
         if kw.arg == "spec":
             spec = _partition_spec(kw.value, lookup, line)
+        elif kw.arg == "nograd":
+            if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
+                raise AnnotationError("nograd= takes True or False", line)
+            nograd = kw.value.value
         else:
             axes[kw.arg] = _axis_type(kw.value, lookup, line)
     try:
-        return Spmd.of(axes, spec)  # type: ignore[arg-type]
+        return Spmd.of(axes, spec, nograd)  # type: ignore[arg-type]
     except SpecError as e:
         raise AnnotationError(str(e), line) from None
 

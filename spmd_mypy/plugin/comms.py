@@ -95,7 +95,8 @@ def _collective(ctx: Any, op: str) -> _mypy.Type:
     result: Dict[str, AxisType] = dict(actual.axes) if actual is not None else {}
     for a in axes:
         result[a] = dst
-    return _mypy.replace_tensors(default, carrier(ctx.api, Spmd.of(result)))
+    nograd = actual.nograd if actual is not None else False
+    return _mypy.replace_tensors(default, carrier(ctx.api, Spmd.of(result, None, nograd)))
 
 
 # -- assert_spmd(x, Spmd(...)) ---------------------------------------------------
@@ -164,7 +165,7 @@ def _assert_spmd(ctx: Any) -> _mypy.Type:
             )
     merged: Dict[str, AxisType] = dict(actual.axes) if actual is not None else {}
     merged.update(asserted.axes)
-    result = asserted if asserted.spec is not None else Spmd.of(merged)
+    result = asserted if asserted.spec is not None else Spmd.of(merged, None, asserted.nograd)
     return carrier(ctx.api, result)
 
 

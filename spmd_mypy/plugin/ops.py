@@ -16,6 +16,7 @@ from typing import Any, Callable, List, Optional, Tuple, Union
 from ..vocab.collectives import fix_call
 from ..vocab.localtype import I, P, R, AxisType, Shard, grad_type
 from ..vocab.opclasses import (
+    NO_GRAD_RESULTS,
     SCALAR,
     SCALAR_OPERANDS,
     OpRuleError,
@@ -88,11 +89,12 @@ def infer(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Opti
     if any(o is None for _, o in ops):
         return None  # a plain tensor operand: gradual typing, result unknown
     axes = sorted({a for _, o in ops if isinstance(o, Spmd) for a in o.axes})
+    nograd = [o.nograd if isinstance(o, Spmd) else True for _, o in ops]
     result: dict = {}
     for axis in axes:
         on_axis = [(text, _axis_operand(o, axis)) for text, o in ops]
         try:
-            t = combine(cls, [t for _, t in on_axis])  # type: ignore[misc]
+            t = combine(cls, [t for _, t in on_axis], nograd)  # type: ignore[misc]
         except OpRuleError as err:
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
             hint = _hint(err, axis, on_axis)
@@ -105,7 +107,10 @@ def infer(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Opti
             continue
         if t is not None:
             result[axis] = t
-    return Spmd.of(result) if result else None
+    if not result:
+        return None
+    tensors_nograd = all(o.nograd for _, o in ops if isinstance(o, Spmd))
+    return Spmd.of(result, None, tensors_nograd or name in NO_GRAD_RESULTS)
 
 
 def _typed(ctx: Any, spmd: Optional[Spmd], typed_operand: bool) -> _mypy.Type:

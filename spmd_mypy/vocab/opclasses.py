@@ -203,7 +203,12 @@ def _local(t: AxisType) -> AxisType:
     return V if isinstance(t, Shard) else t
 
 
-def _riv(types: Sequence[AxisType]) -> AxisType:
+def _riv(types: Sequence[AxisType], nograd: Sequence[bool] = ()) -> AxisType:
+    # An operand that carries no gradient needs no reduction in the backward, so
+    # if it is R or I it conforms to the others (it is the same on every rank).
+    if nograd and not all(nograd):
+        kept = [t for t, ng in zip(types, nograd) if not (ng and _local(t) in (R, I))]
+        types = kept or list(types)
     kinds = {_local(t) for t in types}
     if kinds == {R}:
         return R
@@ -219,17 +224,23 @@ def _riv(types: Sequence[AxisType]) -> AxisType:
     return V  # R mixed with V, or all V
 
 
-def combine(cls: str, operands: Sequence[Operand]) -> Optional[AxisType]:
+def combine(
+    cls: str, operands: Sequence[Operand], nograd: Sequence[bool] = ()
+) -> Optional[AxisType]:
     """The result type on one axis, or raise OpRuleError.  None = unknown.
 
     Any unknown operand makes the result unknown (gradual typing: unknowns
-    never cause errors).
+    never cause errors).  `nograd[k]` says operand k carries no gradient
+    (a mask, a count, an index): an R or I such operand does not trigger the
+    Invariant-mixing rule.  Scalars count as carrying no gradient.
     """
     if cls == FACTORY:
         return R
     if any(o is None for o in operands):
         return None
+    flags = list(nograd) + [False] * (len(operands) - len(nograd))
     tensors: list[AxisType] = [o for o in operands if isinstance(o, (LocalType, Shard))]
+    tensor_nograd = [f for o, f in zip(operands, flags) if isinstance(o, (LocalType, Shard))]
     has_scalar = len(tensors) < len(operands)
     if not tensors:
         return R
@@ -248,7 +259,7 @@ def combine(cls: str, operands: Sequence[Operand]) -> Optional[AxisType]:
             )
         return V
     if not partial:
-        return _riv(tensors)
+        return _riv(tensors, tensor_nograd)
     if cls == NONLINEAR:
         raise OpRuleError(
             "partial-nonlinear",
@@ -319,3 +330,14 @@ def out_of_place(name: str) -> Optional[str]:
     if name.endswith("_") and not name.endswith("__") and not name.startswith("_"):
         return name[:-1]
     return None
+
+
+# Ops whose result never carries a gradient (comparisons, indices, detach).
+NO_GRAD_RESULTS: Final = _names(
+    """
+    detach eq ne lt le gt ge __eq__ __ne__ __lt__ __le__ __gt__ __ge__
+    argmax argmin argsort isnan isinf isfinite isclose nonzero count_nonzero
+    bucketize searchsorted long int short byte bool logical_not logical_and
+    logical_or logical_xor
+    """
+)

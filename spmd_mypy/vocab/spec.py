@@ -16,6 +16,7 @@ stores in its phantom type, so it must be unique per value:
 
     "dp=R, tp=S(1)"
     "ep=I, spec=((dp, tp), None)"
+    "dp=V, nograd"                (a tensor that carries no gradient: a count, a mask)
 
 This module is pure Python: it imports neither torch nor mypy.
 """
@@ -42,8 +43,8 @@ DimEntry = Tuple[str, ...]  # mesh axes sharding one dim, major to minor
 def _check_axis_name(name: object, where: str) -> str:
     if not isinstance(name, str) or not _AXIS_NAME.match(name):
         raise SpecError(f"{where}: mesh axis names are identifiers, got {name!r}")
-    if name == "spec":
-        raise SpecError(f"{where}: 'spec' cannot name a mesh axis")
+    if name in ("spec", "nograd"):
+        raise SpecError(f"{where}: {name!r} cannot name a mesh axis")
     return name
 
 
@@ -143,12 +144,17 @@ class Spmd:
     Immutable, hashable, cheap to build (it is evaluated once per annotation).
     """
 
-    __slots__ = ("axes", "spec")
+    __slots__ = ("axes", "spec", "nograd")
 
     axes: Mapping[str, AxisType]
     spec: Optional[PartitionSpec]
+    nograd: bool
 
-    def __init__(self, *, spec: Optional[PartitionSpec] = None, **axes: AxisType) -> None:
+    def __init__(
+        self, *, spec: Optional[PartitionSpec] = None, nograd: bool = False, **axes: AxisType
+    ) -> None:
+        if not isinstance(nograd, bool):
+            raise SpecError(f"Spmd(nograd=...) takes True or False, got {nograd!r}")
         if spec is not None and not isinstance(spec, PartitionSpec):
             raise SpecError(f"Spmd(spec=...) takes a PartitionSpec, got {spec!r}")
         checked: dict[str, AxisType] = {}
@@ -175,6 +181,7 @@ class Spmd:
                     checked[a] = Shard(i)
         object.__setattr__(self, "axes", dict(sorted(checked.items())))
         object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "nograd", nograd)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Spmd is immutable")
@@ -183,9 +190,11 @@ class Spmd:
         return (parse_spmd, (self.canonical(),))
 
     @classmethod
-    def of(cls, axes: Mapping[str, AxisType], spec: Optional[PartitionSpec] = None) -> "Spmd":
+    def of(
+        cls, axes: Mapping[str, AxisType], spec: Optional[PartitionSpec] = None, nograd: bool = False
+    ) -> "Spmd":
         """Build from a mapping of axis name to type (the keywords of Spmd(...))."""
-        return cls(spec=spec, **axes)
+        return cls(spec=spec, nograd=nograd, **axes)
 
     # -- queries ---------------------------------------------------------------
     @property
@@ -214,7 +223,7 @@ class Spmd:
                 except IndexError as e:
                     raise SpecError(f"Spmd: axis {a!r}: {e}") from None
             out[a] = t
-        return Spmd.of(out)
+        return Spmd.of(out, None, self.nograd)
 
     # -- forms -----------------------------------------------------------------
     def canonical(self) -> str:
@@ -224,6 +233,8 @@ class Spmd:
         ]
         if spec is not None:
             parts.append(f"spec={spec.canonical()}")
+        if self.nograd:
+            parts.append("nograd")
         return ", ".join(parts)
 
     __str__ = canonical
@@ -235,13 +246,20 @@ class Spmd:
         ]
         if spec is not None:
             parts.insert(0, f"spec={spec!r}")
+        if self.nograd:
+            parts.append("nograd=True")
         return "Spmd(" + ", ".join(parts) + ")"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Spmd) and other.axes == self.axes and other.spec == self.spec
+        return (
+            isinstance(other, Spmd)
+            and other.axes == self.axes
+            and other.spec == self.spec
+            and other.nograd == self.nograd
+        )
 
     def __hash__(self) -> int:
-        return hash((tuple(self.axes.items()), self.spec))
+        return hash((tuple(self.axes.items()), self.spec, self.nograd))
 
 
 # -- the canonical parser ------------------------------------------------------
@@ -302,8 +320,14 @@ class _Parser:
     def spmd(self) -> Spmd:
         axes: dict[str, AxisType] = {}
         spec = None
+        nograd = False
         while self.peek() is not None:
             name = self.take()
+            if name == "nograd" and self.peek() in (None, ","):
+                nograd = True
+                if self.peek() is not None:
+                    self.take(",")
+                continue
             self.take("=")
             if name == "spec":
                 spec = self.spec()
@@ -314,7 +338,7 @@ class _Parser:
                     raise SpecError(str(e)) from None
             if self.peek() is not None:
                 self.take(",")
-        return Spmd.of(axes, spec)
+        return Spmd.of(axes, spec, nograd)
 
 
 def parse_spmd(text: str) -> Spmd:

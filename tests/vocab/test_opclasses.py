@@ -72,6 +72,28 @@ def test_rejected(cls, operands, code) -> None:
     assert e.value.code == code
 
 
+@pytest.mark.parametrize(
+    "cls, operands, nograd, result",
+    [
+        (MULTILINEAR, [I, R], [False, True], I),  # parameter times a replicated mask
+        (LINEAR, [R, I], [True, False], I),
+        (LINEAR, [I, I], [False, True], I),
+        (LINEAR, [R, R], [True, True], R),
+        (LINEAR, [I, R], [True, False], R),  # the no-grad I conforms to R
+        (MULTILINEAR, [V, I], [False, True], V),
+    ],
+)
+def test_operands_without_gradient_conform(cls, operands, nograd, result) -> None:
+    assert combine(cls, operands, nograd) == result
+
+
+def test_a_varying_operand_without_gradient_still_forces_v() -> None:
+    # The invariant operand's gradient would be varying: still an error.
+    with pytest.raises(OpRuleError) as e:
+        combine(MULTILINEAR, [I, V], [False, True])
+    assert e.value.code == "invariant-mixed"
+
+
 def test_unknown_operands_never_error() -> None:
     assert combine(NONLINEAR, [P, None]) is None
     assert combine(LINEAR, [I, None]) is None

@@ -21,7 +21,7 @@ axis_types = st.sampled_from([R, I, V, P]) | st.integers(-4, 5).map(S)
 @st.composite
 def per_axis(draw: st.DrawFn) -> Spmd:
     names = draw(st.lists(st.sampled_from(AXES), unique=True, max_size=4))
-    return Spmd(**{n: draw(axis_types) for n in names})
+    return Spmd(nograd=draw(st.booleans()), **{n: draw(axis_types) for n in names})
 
 
 @st.composite
@@ -37,7 +37,7 @@ def spec_form(draw: st.DrawFn) -> Spmd:
         entries.append(None if not group else group[0] if len(group) == 1 else tuple(group))
     rest = names[k:]
     kw = {n: draw(st.sampled_from([R, I, V, P])) for n in rest[: draw(st.integers(0, len(rest)))]}
-    return Spmd(spec=PartitionSpec(*entries), **kw)
+    return Spmd(spec=PartitionSpec(*entries), nograd=draw(st.booleans()), **kw)
 
 
 @given(per_axis() | spec_form())
@@ -64,6 +64,9 @@ def test_canonical_examples() -> None:
     assert repr(s) == "Spmd(spec=PartitionSpec(('dp', 'tp'), None), ep=I)"
     assert str(Spmd(spec=PartitionSpec("dp"))) == "spec=(dp,)"
     assert str(Spmd()) == ""
+    assert str(Spmd(dp=V, nograd=True)) == "dp=V, nograd"
+    assert repr(Spmd(dp=V, nograd=True)) == "Spmd(dp=V, nograd=True)"
+    assert Spmd(dp=V, nograd=True) != Spmd(dp=V)
 
 
 def test_spec_form_means_per_axis_types() -> None:
@@ -98,6 +101,8 @@ def test_negative_dims_normalize_against_rank() -> None:
         (lambda: Spmd(spec=("dp",)), "takes a PartitionSpec"),
         (lambda: S(1.0), "int tensor dim"),
         (lambda: S(True), "int tensor dim"),
+        (lambda: Spmd(nograd=1), "True or False"),
+        (lambda: PartitionSpec("nograd"), "cannot name a mesh axis"),
     ],
 )
 def test_malformed_annotations_raise(make, message: str) -> None:
