@@ -1,9 +1,10 @@
 """One autograd Function for every collective and coercion.
 
 Forward runs the primitive steps' kernels; backward runs the kernels of the
-backward steps the vocabulary's table gives (reversed).  The backward is
-itself applied through this Function, so double backward follows the same
-table (the backward of a backward is the forward).
+backward steps the vocabulary's table gives (reversed).  Under
+create_graph=True the backward is itself applied through this Function, so
+double backward follows the same table (the backward of a backward is the
+forward); otherwise the kernels run directly, which saves an autograd node.
 """
 
 from __future__ import annotations
@@ -45,7 +46,11 @@ class _SpmdFunction(torch.autograd.Function):
     def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], None, None, None]:
         steps = _backward_steps(ctx.steps)
         sizes = _swap_if_all_to_all(ctx.steps, ctx.sizes)
-        return _SpmdFunction.apply(grad, steps, ctx.comm, sizes), None, None, None
+        if torch.is_grad_enabled():  # create_graph=True: make the backward differentiable
+            return _SpmdFunction.apply(grad, steps, ctx.comm, sizes), None, None, None
+        for step in steps:
+            grad = run(step, grad, ctx.comm, sizes)
+        return grad, None, None, None
 
 
 def apply_steps(x: Tensor, steps: Sequence[Step], comm: Comm, sizes: Sizes) -> Tensor:

@@ -112,8 +112,10 @@ def all_gather_stack(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
 
 def all_gather_shard(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
     i = _dim(step.src)
-    xt = x.movedim(i, 0)
     sizes = _flat(sizes)
+    if sizes is None and i == 0:
+        return _gather_dim0(x, comm)  # no movedim: return a plain tensor, not a view
+    xt = x.movedim(i, 0)
     if sizes is None:
         return _gather_dim0(xt, comm).movedim(0, i)
     m = max(sizes)
@@ -135,8 +137,10 @@ def reduce_scatter_unbind(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Te
 
 def reduce_scatter_shard(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
     i = _dim(step.dst)
-    xt = x.movedim(i, 0)
     sizes = _flat(sizes)
+    if sizes is None and i == 0:
+        return _reduce_scatter_dim0(x, comm)
+    xt = x.movedim(i, 0)
     if sizes is None:
         return _reduce_scatter_dim0(xt, comm).movedim(0, i)
     m = max(sizes)
@@ -161,6 +165,8 @@ def all_to_all_stack(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
 def all_to_all_shard(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
     """cat(xs, i).split(dst sizes, j)[me]: one all_to_all of padded pieces."""
     i, j = _dim(step.src), _dim(step.dst)
+    if sizes is None and i != j:
+        return _all_to_all_even(x, comm, i, j)
     src_sizes, dst_sizes = _pair(sizes)
     if i == j:
         # Re-splitting one dim: gather it, keep my new piece.
@@ -177,6 +183,21 @@ def all_to_all_shard(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
     if src_sizes is not None:
         got = [g.narrow(i, 0, a) for g, a in zip(got, src_sizes)]
     return _narrow_mine(torch.cat(got, i), j, dst, comm.coord())
+
+
+def _all_to_all_even(x: Tensor, comm: Comm, i: int, j: int) -> Tensor:
+    """Even split: piece k of dim j goes to rank k; pieces received are concatenated on dim i."""
+    n = comm.size
+    if j == 0:  # the pieces are consecutive rows: a view, no copy
+        x = x.contiguous()
+        send = x.view((n, x.shape[0] // n) + tuple(x.shape[1:]))
+    else:
+        send = torch.stack(x.chunk(n, j), 0)
+    recv = torch.empty_like(send)
+    dist.all_to_all_single(recv, send, group=comm.group)
+    if i == 0:  # concatenating the received pieces on dim 0 is a view
+        return recv.flatten(0, 1)
+    return torch.cat(recv.unbind(0), i)
 
 
 @per_rank
