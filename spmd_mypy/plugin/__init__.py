@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _mypy, comms, config, ops, reading, relation
-from .annotations import index_for
+from .annotations import mentions_spmd
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
 
@@ -47,6 +47,7 @@ _FUNCTION_PREFIXES: Tuple[Tuple[str, str], ...] = (
 )
 _CARRIER_PREFIX = _mypy.CARRIER + "."
 _TENSOR_BASE_PREFIX = "torch._C.TensorBase."
+_DISTRIBUTED_PREFIX = "torch.distributed.distributed_c10d."
 # Callees whose signatures never hold an SPMD annotation: no signature hook.
 _LIBRARY_PREFIXES = ("builtins.", "typing.", "torch.", "spmd_phantom.", "spmd_mypy.", "collections.", "functools.")
 
@@ -83,6 +84,9 @@ class SpmdPlugin(_mypy.Plugin):
                 if "." not in name:
                     hook = ops.op_hook(name, namespace, receiver=False)
                 break
+        else:
+            if fullname.startswith(_DISTRIBUTED_PREFIX):
+                hook = ops.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
         self._functions[fullname] = hook
         return hook
 
@@ -110,8 +114,10 @@ class SpmdPlugin(_mypy.Plugin):
             return self._signatures[fullname]
         except KeyError:
             pass
-        hook = None
-        if not fullname.startswith(_LIBRARY_PREFIXES):
+        hook: Optional[Hook] = None
+        if fullname.startswith(tuple(p for p, _ in _FUNCTION_PREFIXES)):
+            hook = relation.torch_signature_hook
+        elif not fullname.startswith(_LIBRARY_PREFIXES):
             hook = relation.signature_hook(fullname.rsplit(".", 1)[-1])
         self._signatures[fullname] = hook
         return hook
@@ -128,15 +134,27 @@ class SpmdPlugin(_mypy.Plugin):
         self._attributes[fullname] = hook
         return hook
 
+    def get_base_class_hook(self, fullname: str) -> Optional[Hook]:
+        if fullname == "torch.nn.modules.module.Module":
+            return _guarded_class_hook
+        return None
+
     # -- cache and dependencies ---------------------------------------------------
     def report_config_data(self, ctx: _mypy.ReportConfigContext) -> Any:
         return {"rules": self._version, **self.settings.as_data()}
 
     def get_additional_deps(self, file: Any) -> List[Tuple[int, str, int]]:
-        # Files that annotate tensors need the carrier's stub loaded.
-        if index_for(getattr(file, "path", None)):
+        # Files that annotate tensors or call spmd need the carrier's stub loaded.
+        if mentions_spmd(getattr(file, "path", None)):
             return [(10, "spmd_phantom", -1)]
         return []
+
+
+def _guarded_class_hook(ctx: Any) -> None:
+    try:
+        _mypy.make_class_attributes_descriptors(ctx)
+    except Exception:  # never take mypy down
+        pass
 
 
 def plugin(version: str) -> type:

@@ -17,10 +17,12 @@ from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
     ARG_NAMED,
     ARG_POS,
+    AssignmentStmt,
     CallExpr,
     Context,
     Expression,
     IntExpr,
+    ListExpr,
     MemberExpr,
     NameExpr,
     RefExpr,
@@ -28,6 +30,7 @@ from mypy.nodes import (
     TupleExpr,
     TypeInfo,
     UnaryExpr,
+    Var,
 )
 from mypy.plugin import (
     AnalyzeTypeContext,
@@ -46,6 +49,7 @@ from mypy.types import (
     FunctionLike,
     Instance,
     LiteralType,
+    NoneType,
     TupleType,
     Type,
     TypeOfAny,
@@ -74,6 +78,7 @@ __all__ = [
 
 CARRIER = "spmd_phantom.SpmdTensor"
 ATTR = "spmd_phantom.SpmdAttr"
+OPT_ATTR = "spmd_phantom.SpmdOptAttr"
 TENSOR = "torch._tensor.Tensor"
 
 
@@ -102,6 +107,26 @@ def is_tensor(typ: Optional[Type]) -> bool:
         return False
     p = get_proper_type(typ)
     return isinstance(p, Instance) and p.type.has_base(TENSOR)
+
+
+def union_alternatives(typ: Optional[Type]) -> Optional[List[Type]]:
+    """The items of a Union whose items are all tensors, else None."""
+    if typ is None:
+        return None
+    p = get_proper_type(typ)
+    if isinstance(p, UnionType) and p.items and all(is_tensor(t) for t in p.items):
+        return list(p.items)
+    return None
+
+
+def is_any(typ: Optional[Type]) -> bool:
+    return typ is not None and isinstance(get_proper_type(typ), AnyType)
+
+
+def formal_groups(ctx: Any) -> List[Tuple[Optional[str], List[Expression], List[Type]]]:
+    """(parameter name, actual expressions, their types) per formal of the callee."""
+    names = getattr(ctx, "callee_arg_names", None) or [None] * len(ctx.args)
+    return list(zip(names, ctx.args, ctx.arg_types))
 
 
 def is_python_number(typ: Optional[Type]) -> bool:
@@ -236,6 +261,21 @@ def is_true(expr: Expression) -> bool:
     return isinstance(expr, NameExpr) and expr.fullname == "builtins.True"
 
 
+def operator_sides(context: Context) -> Optional[Tuple[str, str]]:
+    """Source text of the left and right operands of `a op b`, `a op= b`, `a < b`."""
+    left = getattr(context, "left", None)
+    right = getattr(context, "right", None)
+    if left is None:
+        left, right = getattr(context, "lvalue", None), getattr(context, "rvalue", None)
+    if left is None:
+        operands = getattr(context, "operands", None)
+        if operands and len(operands) >= 2:
+            left, right = operands[0], operands[1]
+    if isinstance(left, Expression) and isinstance(right, Expression):
+        return expr_text(left), expr_text(right)
+    return None
+
+
 def expr_text(expr: Expression) -> str:
     """A short source-like rendering of an argument, for hints."""
     if isinstance(expr, NameExpr):
@@ -289,6 +329,32 @@ def forward_signature(ctx: Any) -> Optional[CallableType]:
     return None
 
 
+# -- module parameters --------------------------------------------------------------
+
+
+def make_class_attributes_descriptors(ctx: Any) -> None:
+    """In a class body, turn every attribute of carrier type into SpmdAttr[...]
+    (reads give the carrier, `self.w = nn.Parameter(...)` type-checks), however
+    its annotation was written (directly, through an alias, as a string)."""
+    names: set = set()
+    for stmt in ctx.cls.defs.body:
+        if isinstance(stmt, AssignmentStmt):
+            names.update(lv.name for lv in stmt.lvalues if isinstance(lv, NameExpr))
+    for name in names:
+        sym = ctx.cls.info.names.get(name)
+        node = getattr(sym, "node", None)
+        if not isinstance(node, Var) or node.type is None:
+            continue
+        p = get_proper_type(node.type)
+        if carried(p) is not None and isinstance(p, Instance):
+            node.type = ctx.api.named_type(ATTR, list(p.args))
+        elif isinstance(p, UnionType) and len(p.items) == 2:  # Optional[carrier]
+            items = [get_proper_type(t) for t in p.items]
+            tensors = [t for t in items if carried(t) is not None and isinstance(t, Instance)]
+            if len(tensors) == 1 and any(isinstance(t, NoneType) for t in items):
+                node.type = ctx.api.named_type(OPT_ATTR, list(tensors[0].args))
+
+
 # -- signatures at call sites ------------------------------------------------------
 
 
@@ -298,6 +364,59 @@ def expression_type(api: Any, expr: Expression) -> Type:
 
 def with_arg_types(sig: CallableType, arg_types: List[Type]) -> CallableType:
     return sig.copy_modified(arg_types=arg_types)
+
+
+_COVARIANT = {"builtins.list": "typing.Sequence", "builtins.dict": "typing.Mapping"}
+
+
+def relax_tensors(api: Any, typ: Type) -> Type:
+    """typ with every carrier made a plain Tensor and every list/dict of tensors made
+    a Sequence/Mapping (lists are invariant: list[SpmdTensor[...]] is no list[Tensor])."""
+    p = get_proper_type(typ)
+    if carried(p) is not None or (isinstance(p, Instance) and p.type.fullname == CARRIER):
+        return plain_tensor_like(p)
+    if isinstance(p, UnionType):
+        return UnionType([relax_tensors(api, t) for t in p.items], p.line, p.column)
+    if isinstance(p, TupleType):
+        return p.copy_modified(items=[relax_tensors(api, t) for t in p.items])
+    if isinstance(p, Instance) and p.args and has_tensor_deep(p):
+        args = [relax_tensors(api, t) for t in p.args]
+        target = _COVARIANT.get(p.type.fullname)
+        if target is not None:
+            return api.named_generic_type(target, args)
+        return p.copy_modified(args=args)
+    return typ
+
+
+def has_tensor_deep(typ: Type) -> bool:
+    p = get_proper_type(typ)
+    if is_tensor(p):
+        return True
+    if isinstance(p, (UnionType, TupleType)):
+        return any(has_tensor_deep(t) for t in p.items)
+    if isinstance(p, Instance):
+        return any(has_tensor_deep(t) for t in p.args)
+    return False
+
+
+def element_types(typ: Type) -> List[Type]:
+    """The tensor types a parameter or value holds: itself, Optional's item,
+    list/tuple/Sequence elements, dict values."""
+    p = get_proper_type(typ)
+    if is_tensor(p):
+        return [p]
+    if isinstance(p, (UnionType, TupleType)):
+        return [e for t in p.items for e in element_types(t)]
+    if isinstance(p, Instance) and p.args:
+        return [e for t in p.args[-1:] for e in element_types(t)]
+    return []
+
+
+def display_items(expr: Expression) -> Optional[List[Expression]]:
+    """The items of a list or tuple display `[a, b]` / `(a, b)`, else None."""
+    if isinstance(expr, (ListExpr, TupleExpr)):
+        return list(expr.items)
+    return None
 
 
 def plain_tensor_like(carrier: Type) -> Type:

@@ -48,6 +48,7 @@ class Meta(NamedTuple):
     exprs: Tuple[ast.expr, ...]
     line: int
     in_class: bool = False  # the annotation of an attribute in a class body
+    ambiguous: bool = False  # a string annotation holding several tensors
 
 
 class AnnotationError(Exception):
@@ -60,7 +61,7 @@ class AnnotationError(Exception):
 
 # -- the per-file index ----------------------------------------------------------
 
-_CACHE: Dict[str, Tuple[Tuple[float, int], Dict[Pos, Meta]]] = {}
+_CACHE: Dict[str, Tuple[Tuple[int, int], Dict[Pos, Meta], bool]] = {}
 
 
 def _is_annotated(node: ast.expr) -> bool:
@@ -101,7 +102,18 @@ def _collect(tree: ast.AST, out: Dict[Pos, Meta], shift: Optional[Pos] = None) -
                 inner = ast.parse(node.value.strip(), mode="eval")
             except SyntaxError:
                 continue
+            # mypy reports every type inside a string at the string's position,
+            # so only a string holding exactly one tensor type can be read.
+            tensors = [
+                n for n in ast.walk(inner)
+                if (isinstance(n, ast.Name) and n.id.endswith("Tensor"))
+                or (isinstance(n, ast.Attribute) and n.attr.endswith("Tensor"))
+            ]
+            before = len(out)
             _collect(inner, out, shift=(node.lineno, node.col_offset))
+            if len(out) > before and len(tensors) > 1:
+                pos = (node.lineno, node.col_offset)
+                out[pos] = out[pos]._replace(ambiguous=True)
 
 
 def _parse(source: str) -> Optional[ast.AST]:
@@ -118,18 +130,17 @@ def _parse(source: str) -> Optional[ast.AST]:
         return None
 
 
-def index_for(path: Optional[str]) -> Dict[Pos, Meta]:
-    """Position of each Annotated's first element -> its metadata (cached per file)."""
+def _scan(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool]:
     if not path or not path.endswith((".py", ".pyi")):
-        return {}
+        return {}, False
     try:
         st = os.stat(path)
     except OSError:
-        return {}
-    key = (st.st_mtime, st.st_size)
+        return {}, False
+    key = (st.st_mtime_ns, st.st_size)
     hit = _CACHE.get(path)
     if hit is not None and hit[0] == key:
-        return hit[1]
+        return hit[1], hit[2]
     out: Dict[Pos, Meta] = {}
     try:
         with open(path, encoding="utf-8") as f:
@@ -140,8 +151,19 @@ def index_for(path: Optional[str]) -> Dict[Pos, Meta]:
         tree = _parse(source)
         if tree is not None:
             _collect(tree, out)
-    _CACHE[path] = (key, out)
-    return out
+    uses = "spmd" in source.lower()
+    _CACHE[path] = (key, out, uses)
+    return out, uses
+
+
+def index_for(path: Optional[str]) -> Dict[Pos, Meta]:
+    """Position of each Annotated's first element -> its metadata (cached per file)."""
+    return _scan(path)[0]
+
+
+def mentions_spmd(path: Optional[str]) -> bool:
+    """Whether the file mentions spmd at all (then it may build carriers)."""
+    return _scan(path)[1]
 
 
 # -- decoding Spmd(...) ------------------------------------------------------------
@@ -232,6 +254,13 @@ def _partition_spec(node: ast.expr, lookup: Lookup, line: int) -> PartitionSpec:
 
 def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
     """The Spmd among the metadata, None if there is none; AnnotationError if malformed."""
+    if meta.ambiguous:
+        raise AnnotationError(
+            "a string annotation with several tensor types cannot be read (mypy reports them "
+            "all at the string's position); write it without quotes, with "
+            "`from __future__ import annotations` if needed",
+            meta.line,
+        )
     for expr in meta.exprs:
         if not isinstance(expr, ast.Call):
             continue

@@ -11,16 +11,20 @@ Also here: in-place ops must not change the receiver's type, and
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, List, Optional, Tuple, Union
 
 from ..vocab.collectives import fix_call
 from ..vocab.localtype import I, P, R, AxisType, Shard, grad_type
 from ..vocab.opclasses import (
+    AFFINE,
     NO_GRAD_RESULTS,
+    REFLECTED,
     SCALAR,
     SCALAR_OPERANDS,
     OpRuleError,
     combine,
+    combine_affine,
     op_class,
     op_class_or_none,
     out_of_place,
@@ -28,7 +32,7 @@ from ..vocab.opclasses import (
 from ..vocab.spec import Spmd
 from . import _mypy
 from .carrier import carrier, spmd_of
-from .errors import SPMD_BACKWARD, SPMD_INPLACE, SPMD_OP
+from .errors import SPMD_BACKWARD, SPMD_COLLECTIVE, SPMD_INPLACE, SPMD_OP
 
 Operand = Tuple[str, Union[Spmd, None, object]]  # (source text, Spmd | None (plain) | SCALAR)
 
@@ -37,6 +41,7 @@ _SYMBOLS = {
     "__isub__": "-=", "__mul__": "*", "__rmul__": "*", "__imul__": "*=", "__matmul__": "@",
     "__rmatmul__": "@", "__imatmul__": "@=", "__truediv__": "/", "__rtruediv__": "/",
     "__itruediv__": "/=", "__neg__": "unary -", "__getitem__": "indexing", "__pow__": "**",
+    "__gt__": ">", "__ge__": ">=", "__lt__": "<", "__le__": "<=", "__eq__": "==", "__ne__": "!=",
 }
 
 
@@ -47,16 +52,43 @@ def _display(name: str, namespace: str) -> str:
     return f"{prefix}{name}"
 
 
-def _operands(ctx: Any, name: str, receiver: bool) -> List[Operand]:
+def _candidates(typ: _mypy.Type) -> List[object]:
+    """The SPMD types a tensor argument may have: one, or one per Union alternative."""
+    alternatives = _mypy.union_alternatives(typ)
+    if alternatives is None:
+        return [spmd_of(typ)]
+    return [spmd_of(t) for t in alternatives]
+
+
+def _operands(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, List[object]]]:
+    """The operands in source order: each its text and its possible types."""
     scalars = name in SCALAR_OPERANDS
-    ops: List[Operand] = []
+    ops: List[Tuple[str, List[object]]] = []
     if receiver:
-        ops.append((_receiver_text(ctx), spmd_of(ctx.type)))
-    for _, expr, typ in _mypy.call_args(ctx):
-        if _mypy.is_tensor(typ):
-            ops.append((_mypy.expr_text(expr), spmd_of(typ)))
+        ops.append((_receiver_text(ctx), [spmd_of(ctx.type)]))
+    for arg_name, expr, typ in _mypy.call_args(ctx):
+        if arg_name == "out":
+            continue  # out= receives the result; checked by _check_out
+        if _mypy.is_tensor(typ) or _mypy.union_alternatives(typ) is not None:
+            ops.append((_mypy.expr_text(expr), _candidates(typ)))
         elif scalars and _mypy.is_python_number(typ):
-            ops.append((_mypy.expr_text(expr), SCALAR))
+            ops.append((_mypy.expr_text(expr), [SCALAR]))
+        else:  # torch.cat([a, b]), torch.stack(parts): every tensor in the sequence
+            items = _mypy.display_items(expr)
+            if items is not None:
+                for item in items:
+                    t = _mypy.expression_type(ctx.api, item)
+                    if _mypy.is_tensor(t):
+                        ops.append((_mypy.expr_text(item), [spmd_of(t)]))
+            else:
+                for t in _mypy.element_types(typ):
+                    ops.append((_mypy.expr_text(expr), [spmd_of(t)]))
+    sides = _mypy.operator_sides(ctx.context) if receiver else None
+    if sides is not None and len(ops) == 2:
+        # An operator: name the operands as written; a reflected dunder runs
+        # on the right operand, so its argument is the left one.
+        left, right = (ops[1], ops[0]) if name in REFLECTED else (ops[0], ops[1])
+        ops = [(sides[0], left[1]), (sides[1], right[1])]
     return ops
 
 
@@ -64,7 +96,10 @@ def _receiver_text(ctx: Any, fallback: str = "x") -> str:
     callee = getattr(ctx.context, "callee", None)
     base = getattr(callee, "expr", None)
     if base is None:
-        base = getattr(ctx.context, "left", None) or getattr(ctx.context, "base", None)
+        sides = _mypy.operator_sides(ctx.context)
+        if sides is not None:
+            return sides[0]
+        base = getattr(ctx.context, "base", None)
     text = _mypy.expr_text(base) if base is not None else "x"
     return fallback if text == "x" else text
 
@@ -81,9 +116,55 @@ def _hint(err: OpRuleError, axis: str, on_axis: List[Tuple[str, object]]) -> str
     return fix_call(P, R, axis, culprit) or ""
 
 
+def _affine_roles(ctx: Any, name: str, receiver: bool) -> Optional[Tuple[List[Operand], Optional[Operand]]]:
+    """(product operands, bias operand) of an affine op, from parameter names."""
+    product_names, bias_name = AFFINE[name]
+    by_name: dict = {}
+    if receiver:
+        by_name["input"] = (_receiver_text(ctx), spmd_of(ctx.type))
+    for formal, exprs, types in _mypy.formal_groups(ctx):
+        if formal is not None and exprs and _mypy.is_tensor(types[0]):
+            by_name[formal] = (_mypy.expr_text(exprs[0]), spmd_of(types[0]))
+    if not all(n in by_name for n in product_names):
+        return None
+    return [by_name[n] for n in product_names], by_name.get(bias_name)
+
+
+_MAX_ALTERNATIVES = 16
+
+
 def infer(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Optional[Spmd]:
-    """The result's SPMD type (None: unknown), reporting rule violations."""
-    ops = _operands(ctx, name, receiver)
+    """The result's SPMD type (None: unknown), reporting rule violations.
+
+    An operand whose type is a Union (a value from two branches) is checked
+    for each alternative; the result is typed only if all alternatives agree.
+    """
+    roles = _affine_roles(ctx, name, receiver) if name in AFFINE else None
+    if roles is not None:
+        product, bias = roles
+        single = list(product) + ([bias] if bias is not None else [])
+        options: List[Tuple[str, List[object]]] = [(t, [o]) for t, o in single]
+        cls, n_product = "affine", len(product)
+    else:
+        options, n_product = _operands(ctx, name, receiver), 0
+    # The same name written twice (h + h) is one value: it takes one alternative.
+    keys = list(dict.fromkeys(text for text, c in options if len(c) > 1))
+    choices = {text: c for text, c in options if len(c) > 1}
+    results = []
+    for combo in itertools.islice(
+        itertools.product(*[choices[k] for k in keys]), _MAX_ALTERNATIVES
+    ):
+        pick = dict(zip(keys, combo))
+        ops = [(text, pick[text] if text in pick else c[0]) for text, c in options]
+        results.append(_infer_one(ctx, name, cls, namespace, ops, n_product))
+    if not results or any(r != results[0] for r in results):
+        return None
+    return results[0]
+
+
+def _infer_one(
+    ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand], n_product: int
+) -> Optional[Spmd]:
     if not any(isinstance(o, Spmd) for _, o in ops):
         return None
     if any(o is None for _, o in ops):
@@ -94,7 +175,12 @@ def infer(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Opti
     for axis in axes:
         on_axis = [(text, _axis_operand(o, axis)) for text, o in ops]
         try:
-            t = combine(cls, [t for _, t in on_axis], nograd)  # type: ignore[misc]
+            types = [t for _, t in on_axis]
+            if cls == "affine":
+                bias_t = types[n_product] if len(types) > n_product else None
+                t = combine_affine(types[:n_product], bias_t, nograd)  # type: ignore[arg-type]
+            else:
+                t = combine(cls, types, nograd)  # type: ignore[arg-type]
         except OpRuleError as err:
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
             hint = _hint(err, axis, on_axis)
@@ -145,12 +231,33 @@ def op_hook(name: str, namespace: str, receiver: bool) -> Callable[[Any], _mypy.
     cls = op_class(name, namespace)
 
     def hook(ctx: Any) -> _mypy.Type:
-        if not _mypy.has_tensor(ctx.default_return_type):
-            return ctx.default_return_type  # size(), item(), dim(): not a tensor op
+        default = ctx.default_return_type
+        if not _mypy.has_tensor(default) and not _mypy.is_any(default):
+            return default  # size(), item(), dim(): not a tensor op
         spmd = infer(ctx, name, cls, namespace, receiver)
+        _check_out(ctx, name, namespace, spmd)
         return _typed(ctx, spmd, _has_typed_operand(ctx, receiver))
 
     return _guard(hook)
+
+
+def _check_out(ctx: Any, name: str, namespace: str, result: Optional[Spmd]) -> None:
+    """out=t writes the result into t, which keeps its type: they must agree."""
+    for arg_name, expr, typ in _mypy.call_args(ctx):
+        target = spmd_of(typ) if arg_name == "out" else None
+        if target is None or result is None:
+            continue
+        for a, t in result.axes.items():
+            was = target.axis_type(a)
+            if was is not None and _kind(was) != _kind(t):
+                ctx.api.fail(
+                    f"{_display(name, namespace)}(..., out={_mypy.expr_text(expr)}) writes a "
+                    f"{t} result on axis {a!r} into {_mypy.expr_text(expr)}, which is {was} and "
+                    f"keeps that type; drop out= and rebind the name",
+                    ctx.context,
+                    code=SPMD_INPLACE,
+                )
+                return
 
 
 def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.Type:
@@ -171,6 +278,8 @@ def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.
                 ctx.context,
                 code=SPMD_INPLACE,
             )
+    if before is not None and _mypy.has_tensor(ctx.default_return_type):
+        return ctx.type  # x += y: the name keeps its type
     return ctx.default_return_type
 
 
@@ -250,3 +359,44 @@ def _guard(fn: Callable[[Any], _mypy.Type]) -> Callable[[Any], _mypy.Type]:
             return ctx.default_return_type
 
     return hook
+
+
+# -- raw torch.distributed collectives on typed tensors ---------------------------
+
+_RAW_TO_TYPED = {
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "all_gather_into_tensor": "all_gather",
+    "all_gather_single": "all_gather",
+    "reduce_scatter": "reduce_scatter",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "reduce_scatter_single": "reduce_scatter",
+    "all_to_all": "all_to_all",
+    "all_to_all_single": "all_to_all",
+    "broadcast": "convert",
+}
+
+
+def raw_collective_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
+    typed = _RAW_TO_TYPED.get(name)
+    if typed is None:
+        return None
+
+    def hook(ctx: Any) -> _mypy.Type:
+        for _, expr, typ in _mypy.call_args(ctx):
+            spmd = spmd_of(typ)
+            if spmd is None:
+                continue
+            found = ", ".join(f"{a}={t}" for a, t in spmd.axes.items())
+            ctx.api.fail(
+                f"raw torch.distributed.{name} on {_mypy.expr_text(expr)} ({found}): a raw "
+                f"collective has no SPMD-aware backward (it works in place outside autograd, "
+                f"so the gradient is cut or never reduced). Hint: use "
+                f"spmd.{typed}({_mypy.expr_text(expr)}, <axis>, src=..., dst=...)",
+                ctx.context,
+                code=SPMD_COLLECTIVE,
+            )
+            break
+        return ctx.default_return_type
+
+    return _guard(hook)

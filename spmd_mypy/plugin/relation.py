@@ -34,9 +34,27 @@ def report_arg(api: Any, expr: Any, got: Spmd, want: Spmd, what: str) -> None:
         )
 
 
+def _expected(formal: _mypy.Type) -> Optional[Spmd]:
+    """The SPMD type a parameter asks of each tensor it holds (itself, Optional, list...)."""
+    for t in _mypy.element_types(formal):
+        spmd = spmd_of(t)
+        if spmd is not None:
+            return spmd
+    return None
+
+
+def _check_argument(api: Any, expr: Any, want: Spmd, label: str) -> None:
+    items = _mypy.display_items(expr)
+    for item in items if items is not None else [expr]:
+        for t in _mypy.element_types(_mypy.expression_type(api, item)):
+            got = spmd_of(t)
+            if got is not None:
+                report_arg(api, item, got, want, label)
+
+
 def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
     sig = ctx.default_signature
-    expected = [spmd_of(t) for t in sig.arg_types]
+    expected = [_expected(t) for t in sig.arg_types]
     if not any(e is not None for e in expected):
         return sig
     relaxed: List[_mypy.Type] = []
@@ -44,13 +62,11 @@ def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
         if want is None:
             relaxed.append(formal)
             continue
-        relaxed.append(_mypy.plain_tensor_like(formal))
+        relaxed.append(_mypy.relax_tensors(ctx.api, formal))
         name = sig.arg_names[i] if i < len(sig.arg_names) else None
+        label = f'Argument "{name}" to "{callee}"' if name else f'Argument {i + 1} to "{callee}"'
         for expr in ctx.args[i] if i < len(ctx.args) else ():
-            got = spmd_of(_mypy.expression_type(ctx.api, expr))
-            if got is not None:
-                label = f'Argument "{name}" to "{callee}"' if name else f'Argument {i + 1} to "{callee}"'
-                report_arg(ctx.api, expr, got, want, label)
+            _check_argument(ctx.api, expr, want, label)
     return _mypy.with_arg_types(sig, relaxed)
 
 
@@ -62,6 +78,18 @@ def signature_hook(callee: str) -> Any:
             return ctx.default_signature
 
     return hook
+
+
+def torch_signature_hook(ctx: Any) -> _mypy.CallableType:
+    """torch.cat(parts) with parts a list of carriers: lists are invariant, so
+    list[Tensor] parameters become Sequence[Tensor]."""
+    sig = ctx.default_signature
+    try:
+        if not any(_mypy.has_tensor_deep(t) and not _mypy.is_tensor(t) for t in sig.arg_types):
+            return sig
+        return _mypy.with_arg_types(sig, [_mypy.relax_tensors(ctx.api, t) for t in sig.arg_types])
+    except Exception:
+        return sig
 
 
 def module_call_hook(ctx: Any) -> _mypy.Type:

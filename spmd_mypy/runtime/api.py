@@ -10,7 +10,7 @@ checker, not this code, knows the input's type; src is what the caller claims.
 from __future__ import annotations
 
 import functools
-from typing import Optional, Sequence, Tuple, TypeVar, Union
+from typing import Optional, Sequence, Tuple, Union
 
 from torch import Tensor
 
@@ -33,9 +33,6 @@ __all__ = [
 
 SplitSizes = Optional[Sequence[int]]
 PairSizes = Optional[Tuple[Optional[Sequence[int]], Optional[Sequence[int]]]]
-
-_T = TypeVar("_T")
-
 
 @functools.lru_cache(maxsize=1024)
 def _plan(op: str, src: AxisType, dst: AxisType, label: object, expert: bool) -> Tuple[Step, ...]:
@@ -281,6 +278,10 @@ def redistribute(
     return _run("redistribute", x, axis, src, dst, expert_mode=expert_mode, split_sizes=split_sizes)
 
 
-def assert_spmd(x: _T, spmd: Spmd) -> _T:
-    """Statically a check of x's type; at runtime returns x unchanged."""
+def assert_spmd(x: Tensor, spmd: Spmd) -> Tensor:
+    """Statically: x has this SPMD type from here on (the checker flags a contradiction).
+
+    At runtime returns x unchanged.  The way to type a plain tensor at an
+    entry point: a fresh parameter, a batch from a data loader.
+    """
     return x

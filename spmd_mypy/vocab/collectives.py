@@ -187,12 +187,11 @@ def _hint(op: str, axis: AxisLabel, src: AxisType, dst: AxisType) -> str:
         return "the only way out of P is a reduction (all_reduce or reduce_scatter)"
     if op == "reduce_scatter" and dk in ("R", "I"):
         return "to keep the whole reduced tensor: " + _call_text("all_reduce", axis, P, dst)
-    if op == "all_reduce" and sk in ("V", "S") and dk in ("R", "I"):
-        return "to stack/concatenate the shards: " + _call_text("all_gather", axis, src, dst)
     if op == "all_reduce" and sk in ("V", "S"):
         return (
-            f"to sum varying values, reinterpret them first: "
-            f"{_call_text('reinterpret', axis, V, P)} then all_reduce"
+            f"to sum the ranks' values, reinterpret them first: "
+            f"{_call_text('reinterpret', axis, V, P)}, then all_reduce with src=P "
+            f"(to stack or concatenate them instead: all_gather)"
         )
     if op == "all_reduce" and sk in ("R", "I"):
         return "the value is already the same on every rank; reducing it again multiplies it by the axis size"

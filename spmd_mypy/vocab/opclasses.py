@@ -12,6 +12,7 @@ follows from its operands' types and its class:
   factory      no tensor operands: R on every axis
   random       dropout, rand_like, bernoulli, ...: ranks draw different numbers, so
                the result is V (the sound choice); a P or I operand is an error
+  assign       dst.copy_(src): the result has src's type
 
 The R/I/V rule: all R -> R, all I -> I, R mixed with V -> V, I mixed with
 anything else -> error (convert the I operand to R first).  S(i) counts as V.
@@ -26,7 +27,7 @@ operator dunders.  Pure Python: imports neither torch nor mypy.
 
 from __future__ import annotations
 
-from typing import Final, Optional, Sequence, Union
+from typing import Final, Optional, Sequence, Tuple, Union
 
 from .localtype import AxisType, I, LocalType, P, R, Shard, V
 
@@ -52,6 +53,7 @@ DIVIDE: Final = "divide"
 NONLINEAR: Final = "nonlinear"
 FACTORY: Final = "factory"
 RANDOM: Final = "random"
+ASSIGN: Final = "assign"  # dst.copy_(src): the result is src, whatever dst was
 
 
 def _names(text: str) -> frozenset[str]:
@@ -135,7 +137,8 @@ TENSOR_METHODS: Final[dict[str, str]] = {
     "__imatmul__": MULTILINEAR,
     "__truediv__": DIVIDE,
     "__itruediv__": DIVIDE,
-    "__rtruediv__": NONLINEAR,  # scalar / x: nonlinear in x
+    "__rtruediv__": DIVIDE,  # operands in source order (see REFLECTED): y / x
+    "copy": ASSIGN,
     "new_zeros": FACTORY,
     "new_ones": FACTORY,
     "new_empty": FACTORY,
@@ -236,6 +239,9 @@ def combine(
     """
     if cls == FACTORY:
         return R
+    if cls == ASSIGN:
+        src = operands[-1] if operands else None
+        return src if isinstance(src, (LocalType, Shard)) else None
     if any(o is None for o in operands):
         return None
     flags = list(nograd) + [False] * (len(operands) - len(nograd))
@@ -313,6 +319,12 @@ SCALAR_OPERANDS: Final = _names(
     """
 )
 
+# Reflected dunders: `a - b` may run as b.__rsub__(a).  Their operands are
+# taken in source order (the argument first), so they type as the base op.
+REFLECTED: Final = frozenset(
+    {"__radd__", "__rsub__", "__rmul__", "__rmatmul__", "__rtruediv__"}
+)
+
 # In-place dunders and their out-of-place counterparts.
 _INPLACE_DUNDERS: Final = {
     "__iadd__": "__add__",
@@ -330,6 +342,30 @@ def out_of_place(name: str) -> Optional[str]:
     if name.endswith("_") and not name.endswith("__") and not name.startswith("_"):
         return name[:-1]
     return None
+
+
+# Affine ops: a product plus a bias, by parameter name (the bias is optional).
+# Typed as combine(linear, [combine(multilinear, product), bias]): so a
+# Partial product plus a Replicate bias is an error, like `partial_out + bias`.
+AFFINE: Final[dict[str, Tuple[Tuple[str, ...], str]]] = {
+    "linear": (("input", "weight"), "bias"),
+    "addmm": (("mat1", "mat2"), "input"),
+    "addmv": (("mat", "vec"), "input"),
+    "addbmm": (("batch1", "batch2"), "input"),
+    "baddbmm": (("batch1", "batch2"), "input"),
+    "addr": (("vec1", "vec2"), "input"),
+    "addcmul": (("tensor1", "tensor2"), "input"),
+}
+
+
+def combine_affine(
+    product: Sequence[Operand], bias: Optional[Operand], nograd: Sequence[bool] = ()
+) -> Optional[AxisType]:
+    """The result type on one axis of product[0] * product[1] (+ bias)."""
+    p = combine(MULTILINEAR, product, nograd[: len(product)])
+    if bias is None:
+        return p
+    return combine(LINEAR, [p, bias], list(nograd[: len(product)])[:1] + list(nograd[len(product) :]))
 
 
 # Ops whose result never carries a gradient (comparisons, indices, detach).

@@ -152,7 +152,7 @@ def test_redistribute_routes(src, dst, step) -> None:
         ("reduce_scatter", P, R, "spmd.all_reduce(x, 'tp', src=P, dst=R)"),
         ("convert", P, R, "spmd.all_reduce(x, 'tp', src=P, dst=R)"),
         ("convert", P, V, "spmd.reduce_scatter(x, 'tp', src=P, dst=V)"),
-        ("all_reduce", V, R, "spmd.all_gather(x, 'tp', src=V, dst=R)"),
+        ("all_reduce", V, R, "spmd.reinterpret(x, 'tp', src=V, dst=P)"),
         ("all_reduce", R, R, "multiplies it by the axis size"),
         ("convert", V, R, "spmd.all_gather(x, 'tp', src=V, dst=R)"),
         ("all_to_all", V, S(0), "all_to_all takes V->V, S(i)->S(j)"),
