@@ -24,6 +24,15 @@ from .errors import SPMD_ARG
 
 def report_arg(api: Any, expr: Any, got: Spmd, want: Spmd, what: str) -> None:
     name = _mypy.expr_text(expr)
+    if want.nograd and not got.nograd:
+        # The callee was checked assuming no gradient flows through this tensor.
+        api.fail(
+            f"{what} carries a gradient where a tensor without one (nograd) is expected: "
+            f"the callee's Invariant rules were relaxed for it, so its gradient would not be "
+            f"reduced correctly. Hint: pass {name}.detach()",
+            expr,
+            code=SPMD_ARG,
+        )
     for axis, g, w in mismatches(got, want):
         fix = fix_call(g, w, axis, name)
         api.fail(
