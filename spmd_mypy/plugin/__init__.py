@@ -48,6 +48,7 @@ _FUNCTION_PREFIXES: Tuple[Tuple[str, str], ...] = (
 _CARRIER_PREFIX = _mypy.CARRIER + "."
 _TENSOR_BASE_PREFIX = "torch._C.TensorBase."
 _DISTRIBUTED_PREFIX = "torch.distributed.distributed_c10d."
+_PLAIN_TENSOR_PREFIX = _mypy.TENSOR + "."  # or an unknown result (SpmdTensor[Any])
 # Callees whose signatures never hold an SPMD annotation: no signature hook.
 _LIBRARY_PREFIXES = ("builtins.", "typing.", "torch.", "spmd_phantom.", "spmd_mypy.", "collections.", "functools.")
 
@@ -98,6 +99,8 @@ class SpmdPlugin(_mypy.Plugin):
         hook: Optional[Hook] = None
         if fullname.startswith(_CARRIER_PREFIX):
             hook = ops.op_hook(fullname[len(_CARRIER_PREFIX):], "tensor", receiver=True)
+        elif fullname.startswith(_PLAIN_TENSOR_PREFIX):  # plain receiver: a typed argument,
+            hook = ops.op_hook(fullname[len(_PLAIN_TENSOR_PREFIX):], "tensor", receiver=True)
         elif fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
             hook = relation.module_call_hook
         self._methods[fullname] = hook

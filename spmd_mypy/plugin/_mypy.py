@@ -434,6 +434,11 @@ def unknown_carrier(api: Any) -> Type:
     return api.named_generic_type(CARRIER, [AnyType(TypeOfAny.special_form)])
 
 
+def checker_path(api: Any) -> Optional[str]:
+    """The file the checker is checking now."""
+    return getattr(api, "path", None)
+
+
 def attr_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
     """SpmdAttr[Literal[...]]: a class attribute read as the carrier, assignable from any Tensor."""
     literal = LiteralType(canonical, fallback=ctx.api.named_type("builtins.str", []))

@@ -31,6 +31,7 @@ from ..vocab.opclasses import (
 )
 from ..vocab.spec import Spmd
 from . import _mypy
+from .annotations import mentions_spmd
 from .carrier import carrier, spmd_of
 from .errors import SPMD_BACKWARD, SPMD_COLLECTIVE, SPMD_INPLACE, SPMD_OP
 
@@ -199,12 +200,22 @@ def _infer_one(
     return Spmd.of(result, None, tensors_nograd or name in NO_GRAD_RESULTS)
 
 
+def unknown_in_spmd_file(ctx: Any, default: _mypy.Type) -> _mypy.Type:
+    """A tensor result of unknown SPMD type: SpmdTensor[Any] in files that use spmd,
+    so that returning it from an annotated function is no error (gradual typing)."""
+    if _mypy.has_tensor(default) and mentions_spmd(_mypy.checker_path(ctx.api)):
+        return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
+    return default
+
+
 def _typed(ctx: Any, spmd: Optional[Spmd], typed_operand: bool) -> _mypy.Type:
-    """The default result with its tensors carrying `spmd`; SpmdTensor[Any] when a
-    typed operand went into a result the rules cannot type (it then fits any annotation)."""
+    """The default result with its tensors carrying `spmd`; SpmdTensor[Any] when the
+    rules cannot type it (it then fits any annotation)."""
     default = ctx.default_return_type
-    if not _mypy.has_tensor(default) or (spmd is None and not typed_operand):
+    if not _mypy.has_tensor(default):
         return default
+    if spmd is None and not typed_operand:
+        return unknown_in_spmd_file(ctx, default)
     new = carrier(ctx.api, spmd) if spmd is not None else _mypy.unknown_carrier(ctx.api)
     return _mypy.replace_tensors(default, new)
 

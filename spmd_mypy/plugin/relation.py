@@ -19,6 +19,7 @@ from ..vocab.collectives import fix_call, mismatch_consequence
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy
 from .carrier import spmd_of
+from .ops import unknown_in_spmd_file
 from .errors import SPMD_ARG
 
 
@@ -121,6 +122,8 @@ def module_call_hook(ctx: Any) -> _mypy.Type:
             if want is not None and got is not None:
                 label = f'Argument "{names[i]}" to "forward"' if names[i] else "Argument to forward"
                 report_arg(ctx.api, expr, got, want, label)
+        if _mypy.carried(fwd.ret_type) is None:  # an unannotated forward (nn.Linear)
+            return unknown_in_spmd_file(ctx, fwd.ret_type)
         return fwd.ret_type
     except Exception:
         return ctx.default_return_type
