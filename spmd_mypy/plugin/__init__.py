@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _mypy, comms, config, ops, reading, relation
+from .guard import guarded, nothing
 from .annotations import mentions_spmd
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
@@ -69,7 +70,9 @@ class SpmdPlugin(_mypy.Plugin):
     def get_type_analyze_hook(self, fullname: str) -> Optional[Hook]:
         if fullname == _mypy.TENSOR:
             settings = self.settings
-            return lambda ctx: reading.analyze_tensor(ctx, settings)
+            return guarded(
+                lambda ctx: reading.analyze_tensor(ctx, settings), _mypy.plain_tensor_in_analyzer
+            )
         return None
 
     # -- calls -----------------------------------------------------------------------
@@ -139,7 +142,7 @@ class SpmdPlugin(_mypy.Plugin):
 
     def get_base_class_hook(self, fullname: str) -> Optional[Hook]:
         if fullname == "torch.nn.modules.module.Module":
-            return _guarded_class_hook
+            return guarded(_mypy.make_class_attributes_descriptors, nothing)
         return None
 
     # -- cache and dependencies ---------------------------------------------------
@@ -151,13 +154,6 @@ class SpmdPlugin(_mypy.Plugin):
         if mentions_spmd(getattr(file, "path", None)):
             return [(10, "spmd_phantom", -1)]
         return []
-
-
-def _guarded_class_hook(ctx: Any) -> None:
-    try:
-        _mypy.make_class_attributes_descriptors(ctx)
-    except Exception:  # never take mypy down
-        pass
 
 
 def plugin(version: str) -> type:

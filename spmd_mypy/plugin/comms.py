@@ -10,13 +10,14 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
-from ..vocab.collectives import CollectiveError, fix_call, mismatch_consequence, plan
+from ..vocab.collectives import PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
 from ..vocab.localtype import AxisType, I, P, R, Shard, V
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy
 from .annotations import AnnotationError, Meta, decode
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE
+from .guard import default_return, guarded
 
 API = "spmd_mypy.runtime.api."
 _LETTERS = {"R": R, "I": I, "V": V, "P": P}
@@ -47,13 +48,7 @@ def _kind(t: AxisType) -> str:
 
 
 def collective_hook(op: str) -> Callable[[Any], _mypy.Type]:
-    def hook(ctx: Any) -> _mypy.Type:
-        try:
-            return _collective(ctx, op)
-        except Exception:  # never take mypy down
-            return ctx.default_return_type
-
-    return hook
+    return guarded(lambda ctx: _collective(ctx, op), default_return)
 
 
 def _collective(ctx: Any, op: str) -> _mypy.Type:
@@ -132,13 +127,6 @@ def _to_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
     raise AnnotationError(f"cannot read {text!r} statically", 0)
 
 
-def assert_spmd_hook(ctx: Any) -> _mypy.Type:
-    try:
-        return _assert_spmd(ctx)
-    except Exception:
-        return ctx.default_return_type
-
-
 def _assert_spmd(ctx: Any) -> _mypy.Type:
     default = ctx.default_return_type
     x, meta_arg = _one(ctx, "x"), _one(ctx, "spmd")
@@ -170,16 +158,7 @@ def _assert_spmd(ctx: Any) -> _mypy.Type:
 
 
 HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
-    API + op: collective_hook(op)
-    for op in (
-        "all_reduce",
-        "all_gather",
-        "reduce_scatter",
-        "all_to_all",
-        "reinterpret",
-        "convert",
-        "redistribute",
-    )
+    API + op: collective_hook(op) for op in sorted(PUBLIC_OPS)
 }
-HOOKS[API + "assert_spmd"] = assert_spmd_hook
+HOOKS[API + "assert_spmd"] = guarded(_assert_spmd, default_return)
 

@@ -34,6 +34,7 @@ from . import _mypy
 from .annotations import mentions_spmd
 from .carrier import carrier, spmd_of
 from .errors import SPMD_BACKWARD, SPMD_COLLECTIVE, SPMD_INPLACE, SPMD_OP
+from .guard import default_attr, default_return, guarded
 
 Operand = Tuple[str, Union[Spmd, None, object]]  # (source text, Spmd | None (plain) | SCALAR)
 
@@ -229,16 +230,19 @@ def _has_typed_operand(ctx: Any, receiver: bool) -> bool:
 def op_hook(name: str, namespace: str, receiver: bool) -> Callable[[Any], _mypy.Type]:
     """The hook for one op name (built once per fullname, cached by the plugin)."""
     if receiver and name == "backward":
-        return _guard(_backward)
+        return guarded(_backward, default_return)
     base = out_of_place(name) if receiver else None
     if base is not None:
         # An in-place op keeps its receiver's type; check it would not change.
         found = op_class_or_none(name, namespace) or op_class_or_none(base, namespace)
         if found is None:
-            return _guard(lambda ctx: ctx.default_return_type)  # unknown in-place op: no rule
+            return default_return  # an unknown in-place op: no rule
         inplace_cls: str = found
         out_of_place_name: str = base
-        return _guard(lambda ctx: _inplace(ctx, name, out_of_place_name, inplace_cls, namespace))
+        return guarded(
+            lambda ctx: _inplace(ctx, name, out_of_place_name, inplace_cls, namespace),
+            default_return,
+        )
     cls = op_class(name, namespace)
 
     def hook(ctx: Any) -> _mypy.Type:
@@ -249,7 +253,7 @@ def op_hook(name: str, namespace: str, receiver: bool) -> Callable[[Any], _mypy.
         _check_out(ctx, name, namespace, spmd)
         return _typed(ctx, spmd, _has_typed_operand(ctx, receiver))
 
-    return _guard(hook)
+    return guarded(hook, default_return)
 
 
 def _check_out(ctx: Any, name: str, namespace: str, result: Optional[Spmd]) -> None:
@@ -300,9 +304,9 @@ _VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
 
 def attribute_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
     if name in _VIEW_ATTRIBUTES:
-        return _guard_attr(lambda ctx: _attribute(ctx, grad=False))
+        return guarded(lambda ctx: _attribute(ctx, grad=False), default_attr)
     if name == "grad":
-        return _guard_attr(lambda ctx: _attribute(ctx, grad=True))
+        return guarded(lambda ctx: _attribute(ctx, grad=True), default_attr)
     return None
 
 
@@ -313,16 +317,6 @@ def _attribute(ctx: Any, grad: bool) -> _mypy.Type:
     if grad:
         spmd = Spmd.of({a: grad_type(t) for a, t in spmd.axes.items()})
     return _mypy.replace_tensors(ctx.default_attr_type, carrier(ctx.api, spmd))
-
-
-def _guard_attr(fn: Callable[[Any], _mypy.Type]) -> Callable[[Any], _mypy.Type]:
-    def hook(ctx: Any) -> _mypy.Type:
-        try:
-            return fn(ctx)
-        except Exception:
-            return ctx.default_attr_type
-
-    return hook
 
 
 def _kind(t: Optional[AxisType]) -> Optional[str]:
@@ -360,16 +354,6 @@ def _backward(ctx: Any) -> _mypy.Type:
             code=SPMD_BACKWARD,
         )
     return ctx.default_return_type
-
-
-def _guard(fn: Callable[[Any], _mypy.Type]) -> Callable[[Any], _mypy.Type]:
-    def hook(ctx: Any) -> _mypy.Type:
-        try:
-            return fn(ctx)
-        except Exception:  # never take mypy down
-            return ctx.default_return_type
-
-    return hook
 
 
 # -- raw torch.distributed collectives on typed tensors ---------------------------
@@ -410,4 +394,4 @@ def raw_collective_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
             break
         return ctx.default_return_type
 
-    return _guard(hook)
+    return guarded(hook, default_return)

@@ -38,22 +38,23 @@ def _check_axes(spmd: Spmd, settings: Settings) -> None:
 
 
 def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.Type:
+    """The type of a `Tensor` in an annotation: its carrier if an Spmd(...) sits with it.
+
+    Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
+    """
     plain = _mypy.plain_tensor_in_analyzer(ctx)
-    try:
-        meta = index_for(_mypy.analyzer_path(ctx)).get(_mypy.type_position(ctx))
-        if meta is None:
-            return plain
-        try:
-            spmd = decode(meta, _mypy.analyzer_lookup(ctx))
-            if spmd is None:
-                return plain
-            _check_axes(spmd, settings)
-        except AnnotationError as e:
-            ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
-            return plain
-        _mypy.mark_alias_target(ctx)
-        if meta.in_class:
-            return _mypy.attr_in_analyzer(ctx, spmd.canonical())
-        return _mypy.carrier_in_analyzer(ctx, spmd.canonical())
-    except Exception:  # never take mypy down: an unreadable annotation is a plain Tensor
+    meta = index_for(_mypy.analyzer_path(ctx)).get(_mypy.type_position(ctx))
+    if meta is None:
         return plain
+    try:
+        spmd = decode(meta, _mypy.analyzer_lookup(ctx))
+        if spmd is None:
+            return plain
+        _check_axes(spmd, settings)
+    except AnnotationError as e:
+        ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
+        return plain
+    _mypy.mark_alias_target(ctx)
+    if meta.in_class:
+        return _mypy.attr_in_analyzer(ctx, spmd.canonical())
+    return _mypy.carrier_in_analyzer(ctx, spmd.canonical())

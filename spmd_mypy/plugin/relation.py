@@ -21,6 +21,7 @@ from . import _mypy
 from .carrier import spmd_of
 from .ops import unknown_in_spmd_file
 from .errors import SPMD_ARG
+from .guard import default_return, default_signature, guarded
 
 
 def report_arg(api: Any, expr: Any, got: Spmd, want: Spmd, what: str) -> None:
@@ -81,49 +82,43 @@ def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
 
 
 def signature_hook(callee: str) -> Any:
-    def hook(ctx: Any) -> _mypy.CallableType:
-        try:
-            return _check_and_relax(ctx, callee)
-        except Exception:  # never take mypy down
-            return ctx.default_signature
-
-    return hook
+    return guarded(lambda ctx: _check_and_relax(ctx, callee), default_signature)
 
 
-def torch_signature_hook(ctx: Any) -> _mypy.CallableType:
+def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
     """torch.cat(parts) with parts a list of carriers: lists are invariant, so
     list[Tensor] parameters become Sequence[Tensor]."""
     sig = ctx.default_signature
-    try:
-        if not any(_mypy.has_tensor_deep(t) and not _mypy.is_tensor(t) for t in sig.arg_types):
-            return sig
-        return _mypy.with_arg_types(sig, [_mypy.relax_tensors(ctx.api, t) for t in sig.arg_types])
-    except Exception:
+    if not any(_mypy.has_tensor_deep(t) and not _mypy.is_tensor(t) for t in sig.arg_types):
         return sig
+    return _mypy.with_arg_types(sig, [_mypy.relax_tensors(ctx.api, t) for t in sig.arg_types])
 
 
-def module_call_hook(ctx: Any) -> _mypy.Type:
+torch_signature_hook = guarded(_relax_torch_signature, default_signature)
+
+
+def _module_call(ctx: Any) -> _mypy.Type:
     """`module(x)` is `module.forward(x)`: check the arguments, give forward's result."""
-    try:
-        fwd = _mypy.forward_signature(ctx)
-        if fwd is None:
-            return ctx.default_return_type
-        names = list(fwd.arg_names)
-        position = 0
-        for name, expr, typ in _mypy.call_args(ctx):
-            if name is None:
-                i: Optional[int] = position
-                position += 1
-            else:
-                i = names.index(name) if name in names else None
-            if i is None or i >= len(fwd.arg_types):
-                continue
-            want, got = spmd_of(fwd.arg_types[i]), spmd_of(typ)
-            if want is not None and got is not None:
-                label = f'Argument "{names[i]}" to "forward"' if names[i] else "Argument to forward"
-                report_arg(ctx.api, expr, got, want, label)
-        if _mypy.carried(fwd.ret_type) is None:  # an unannotated forward (nn.Linear)
-            return unknown_in_spmd_file(ctx, fwd.ret_type)
-        return fwd.ret_type
-    except Exception:
+    fwd = _mypy.forward_signature(ctx)
+    if fwd is None:
         return ctx.default_return_type
+    names = list(fwd.arg_names)
+    position = 0
+    for name, expr, typ in _mypy.call_args(ctx):
+        if name is None:
+            i: Optional[int] = position
+            position += 1
+        else:
+            i = names.index(name) if name in names else None
+        if i is None or i >= len(fwd.arg_types):
+            continue
+        want, got = spmd_of(fwd.arg_types[i]), spmd_of(typ)
+        if want is not None and got is not None:
+            label = f'Argument "{names[i]}" to "forward"' if names[i] else "Argument to forward"
+            report_arg(ctx.api, expr, got, want, label)
+    if _mypy.carried(fwd.ret_type) is None:  # an unannotated forward (nn.Linear)
+        return unknown_in_spmd_file(ctx, fwd.ret_type)
+    return fwd.ret_type
+
+
+module_call_hook = guarded(_module_call, default_return)
