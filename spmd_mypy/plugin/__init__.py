@@ -8,6 +8,7 @@ of times per run):
   methods of a carrier    ops.op_hook             (operators, in-place, backward)
   spmd.* collectives      comms.HOOKS             (src/dst from vocab.collectives)
   Module.__call__         relation.module_call_hook (routed to forward)
+  Function.apply          relation.function_apply_hook (routed to forward)
   user function calls     relation.signature_hook (arguments checked per axis)
   carrier attributes      ops.attribute_hook      (.T keeps the type, .grad is its gradient)
 
@@ -106,6 +107,8 @@ class SpmdPlugin(_mypy.Plugin):
             hook = ops.op_hook(fullname[len(_PLAIN_TENSOR_PREFIX):], "tensor", receiver=True)
         elif fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
             hook = relation.module_call_hook
+        elif fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
+            hook = relation.function_apply_hook
         self._methods[fullname] = hook
         return hook
 

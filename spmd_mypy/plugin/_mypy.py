@@ -53,6 +53,7 @@ from mypy.types import (
     TupleType,
     Type,
     TypeOfAny,
+    TypeType,
     UnionType,
     get_proper_type,
 )
@@ -325,6 +326,33 @@ def forward_signature(ctx: Any) -> Optional[CallableType]:
             if isinstance(sig, FunctionLike):
                 bound = bind_self(sig, receiver)
                 return bound.items[0] if bound.items else None
+            return None
+    return None
+
+
+def autograd_function_forward(ctx: Any) -> Optional[CallableType]:
+    """For `Fn.apply(...)` on a torch.autograd.Function subclass: its static
+    `forward` without the leading ctx parameter."""
+    p = get_proper_type(ctx.type)
+    info: Optional[TypeInfo] = None
+    if isinstance(p, FunctionLike) and p.is_type_obj():
+        info = p.type_object()
+    elif isinstance(p, TypeType) and isinstance(p.item, Instance):
+        info = p.item.type
+    if info is None or not info.has_base("torch.autograd.function.Function"):
+        return None
+    for base in info.mro:
+        if base.fullname.startswith("torch."):
+            return None  # forward not declared by the user
+        node = base.names.get("forward")
+        if node is not None:
+            sig = get_proper_type(getattr(node.node, "type", None))
+            if isinstance(sig, CallableType) and sig.arg_types:
+                return sig.copy_modified(
+                    arg_types=sig.arg_types[1:],
+                    arg_kinds=sig.arg_kinds[1:],
+                    arg_names=sig.arg_names[1:],
+                )
             return None
     return None
 

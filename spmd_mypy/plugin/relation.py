@@ -97,9 +97,8 @@ def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
 torch_signature_hook = guarded(_relax_torch_signature, default_signature)
 
 
-def _module_call(ctx: Any) -> _mypy.Type:
-    """`module(x)` is `module.forward(x)`: check the arguments, give forward's result."""
-    fwd = _mypy.forward_signature(ctx)
+def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _mypy.Type:
+    """A call that runs `fwd`: check the arguments against it, give its result."""
     if fwd is None:
         return ctx.default_return_type
     names = list(fwd.arg_names)
@@ -114,11 +113,22 @@ def _module_call(ctx: Any) -> _mypy.Type:
             continue
         want, got = spmd_of(fwd.arg_types[i]), spmd_of(typ)
         if want is not None and got is not None:
-            label = f'Argument "{names[i]}" to "forward"' if names[i] else "Argument to forward"
+            label = f'Argument "{names[i]}" to "{callee}"' if names[i] else f"Argument to {callee}"
             report_arg(ctx.api, expr, got, want, label)
     if _mypy.carried(fwd.ret_type) is None:  # an unannotated forward (nn.Linear)
         return unknown_in_spmd_file(ctx, fwd.ret_type)
     return fwd.ret_type
 
 
+def _module_call(ctx: Any) -> _mypy.Type:
+    """`module(x)` is `module.forward(x)`."""
+    return _call_through(ctx, _mypy.forward_signature(ctx), "forward")
+
+
+def _function_apply(ctx: Any) -> _mypy.Type:
+    """`Fn.apply(x)` of a custom autograd Function runs its declared `forward(ctx, x)`."""
+    return _call_through(ctx, _mypy.autograd_function_forward(ctx), "forward")
+
+
+function_apply_hook = guarded(_function_apply, default_return)
 module_call_hook = guarded(_module_call, default_return)
