@@ -1,0 +1,35 @@
+"""Rule changes reach mypy's cache through report_config_data."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from mypy.options import Options
+
+import spmd_mypy.plugin as plugin_module
+from spmd_mypy.plugin import SpmdPlugin
+
+
+def _plugin(tmp_path: Path, ini: str = "") -> SpmdPlugin:
+    config = tmp_path / "mypy.ini"
+    config.write_text("[mypy]\n" + ini)
+    options = Options()
+    options.config_file = str(config)
+    return SpmdPlugin(options)
+
+
+def test_config_data_carries_rules_digest_and_settings(tmp_path: Path) -> None:
+    data = _plugin(tmp_path, "\n[spmd_mypy]\naxes = dp, tp\nstrict = true\n").report_config_data(None)  # type: ignore[arg-type]
+    assert data["axes"] == ["dp", "tp"] and data["strict"] is True
+    assert len(data["rules"]) == 16
+
+
+def test_digest_changes_when_a_rule_table_changes(tmp_path: Path, monkeypatch) -> None:
+    vocab = tmp_path / "vocab"
+    shutil.copytree(plugin_module._VOCAB, vocab)
+    monkeypatch.setattr(plugin_module, "_VOCAB", vocab)
+    before = plugin_module._rules_version()
+    table = vocab / "opclasses.py"
+    table.write_text(table.read_text().replace("add sub", "sub add", 1))
+    assert plugin_module._rules_version() != before
