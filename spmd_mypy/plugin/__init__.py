@@ -91,7 +91,7 @@ class SpmdPlugin(_mypy.Plugin):
                 break
         else:
             if fullname.startswith(_DISTRIBUTED_PREFIX):
-                hook = ops.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
+                hook = comms.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
         self._functions[fullname] = hook
         return hook
 

@@ -1,4 +1,5 @@
-"""Typing the typed collectives and coercions, and spmd.assert_spmd.
+"""Typing the typed collectives and coercions, spmd.assert_spmd, and flagging
+raw torch.distributed collectives on typed tensors.
 
 The signature check is the vocabulary's `plan` (the same call the runtime
 makes); on top, the claimed src must match what the checker inferred for the
@@ -155,6 +156,47 @@ def _assert_spmd(ctx: Any) -> _mypy.Type:
     merged.update(asserted.axes)
     result = asserted if asserted.spec is not None else Spmd.of(merged, None, asserted.nograd)
     return carrier(ctx.api, result)
+
+
+# -- raw torch.distributed collectives on typed tensors ---------------------------
+
+_RAW_TO_TYPED = {
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "all_gather_into_tensor": "all_gather",
+    "all_gather_single": "all_gather",
+    "reduce_scatter": "reduce_scatter",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "reduce_scatter_single": "reduce_scatter",
+    "all_to_all": "all_to_all",
+    "all_to_all_single": "all_to_all",
+    "broadcast": "convert",
+}
+
+
+def raw_collective_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
+    typed = _RAW_TO_TYPED.get(name)
+    if typed is None:
+        return None
+
+    def hook(ctx: Any) -> _mypy.Type:
+        for _, expr, typ in _mypy.call_args(ctx):
+            spmd = spmd_of(typ)
+            if spmd is None:
+                continue
+            found = ", ".join(f"{a}={t}" for a, t in spmd.axes.items())
+            ctx.api.fail(
+                f"raw torch.distributed.{name} on {_mypy.expr_text(expr)} ({found}): a raw "
+                f"collective has no SPMD-aware backward (it works in place outside autograd, "
+                f"so the gradient is cut or never reduced). Hint: use "
+                f"spmd.{typed}({_mypy.expr_text(expr)}, <axis>, src=..., dst=...)",
+                ctx.context,
+                code=SPMD_COLLECTIVE,
+            )
+            break
+        return ctx.default_return_type
+
+    return guarded(hook, default_return)
 
 
 HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {

@@ -33,7 +33,7 @@ from ..vocab.spec import Spmd
 from . import _mypy
 from .annotations import mentions_spmd
 from .carrier import carrier, spmd_of
-from .errors import SPMD_BACKWARD, SPMD_COLLECTIVE, SPMD_INPLACE, SPMD_OP
+from .errors import SPMD_BACKWARD, SPMD_INPLACE, SPMD_OP
 from .guard import default_attr, default_return, guarded
 
 Operand = Tuple[str, Union[Spmd, None, object]]  # (source text, Spmd | None (plain) | SCALAR)
@@ -354,44 +354,3 @@ def _backward(ctx: Any) -> _mypy.Type:
             code=SPMD_BACKWARD,
         )
     return ctx.default_return_type
-
-
-# -- raw torch.distributed collectives on typed tensors ---------------------------
-
-_RAW_TO_TYPED = {
-    "all_reduce": "all_reduce",
-    "all_gather": "all_gather",
-    "all_gather_into_tensor": "all_gather",
-    "all_gather_single": "all_gather",
-    "reduce_scatter": "reduce_scatter",
-    "reduce_scatter_tensor": "reduce_scatter",
-    "reduce_scatter_single": "reduce_scatter",
-    "all_to_all": "all_to_all",
-    "all_to_all_single": "all_to_all",
-    "broadcast": "convert",
-}
-
-
-def raw_collective_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
-    typed = _RAW_TO_TYPED.get(name)
-    if typed is None:
-        return None
-
-    def hook(ctx: Any) -> _mypy.Type:
-        for _, expr, typ in _mypy.call_args(ctx):
-            spmd = spmd_of(typ)
-            if spmd is None:
-                continue
-            found = ", ".join(f"{a}={t}" for a, t in spmd.axes.items())
-            ctx.api.fail(
-                f"raw torch.distributed.{name} on {_mypy.expr_text(expr)} ({found}): a raw "
-                f"collective has no SPMD-aware backward (it works in place outside autograd, "
-                f"so the gradient is cut or never reduced). Hint: use "
-                f"spmd.{typed}({_mypy.expr_text(expr)}, <axis>, src=..., dst=...)",
-                ctx.context,
-                code=SPMD_COLLECTIVE,
-            )
-            break
-        return ctx.default_return_type
-
-    return guarded(hook, default_return)
