@@ -40,7 +40,6 @@ import io
 import json
 import os
 import pstats
-import random
 import resource
 import socket
 import statistics
@@ -50,6 +49,8 @@ import time
 import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from _stats import bootstrap_ratio_ci
 
 _REPO = Path(__file__).resolve().parent.parent
 if str(_REPO) not in sys.path:  # run from a checkout without installing
@@ -430,25 +431,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _bootstrap_ci(ts: Sequence[float], rs: Sequence[float], n: int = 2000) -> Tuple[float, float]:
-    """95% interval of median(typed)/median(raw), resampling rounds (pairs kept together)."""
-    rng = random.Random(0)
-    k = len(ts)
-    out = []
-    for _ in range(n):
-        idx = [rng.randrange(k) for _ in range(k)]
-        out.append(statistics.median(ts[i] for i in idx) / statistics.median(rs[i] for i in idx))
-    out.sort()
-    return out[int(0.025 * n)], out[int(0.975 * n) - 1]
-
-
 def summarize(results: List[dict]) -> List[dict]:
     rows = []
     for res in results:
         spec = CASES[res["case"]]
         ts, rs = res["typed"]["wall"], res["raw"]["wall"]
         t, r = statistics.median(ts), statistics.median(rs)
-        lo, hi = _bootstrap_ci(ts, rs)
+        lo, hi = bootstrap_ratio_ci(ts, rs)
         rows.append(
             {
                 "case": res["case"],

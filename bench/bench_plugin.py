@@ -36,7 +36,6 @@ import json
 import os
 import platform
 import pstats
-import random
 import resource
 import shutil
 import statistics
@@ -46,6 +45,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from _stats import bootstrap_ratio_ci
 
 _REPO = Path(__file__).resolve().parent.parent
 TARGETS = {"cold": 1.10, "warm": 1.05, "dmypy": 1.2}
@@ -504,22 +505,10 @@ def measure_dmypy(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str,
 # -- statistics and output ----------------------------------------------------------------
 
 
-def _bootstrap_ci(ws: Sequence[float], os_: Sequence[float], n: int = 2000) -> Tuple[float, float]:
-    """95% interval of median(with)/median(without), resampling rounds (pairs kept together)."""
-    rng = random.Random(0)
-    k = len(ws)
-    out = []
-    for _ in range(n):
-        idx = [rng.randrange(k) for _ in range(k)]
-        out.append(statistics.median(ws[i] for i in idx) / statistics.median(os_[i] for i in idx))
-    out.sort()
-    return out[int(0.025 * n)], out[int(0.975 * n) - 1]
-
-
 def summarize(mode: str, data: Dict[str, dict]) -> dict:
     w, o = data["with"]["wall"], data["without"]["wall"]
     mw, mo = statistics.median(w), statistics.median(o)
-    lo, hi = _bootstrap_ci(w, o) if len(w) >= 3 else (float("nan"), float("nan"))
+    lo, hi = bootstrap_ratio_ci(w, o) if len(w) >= 3 else (float("nan"), float("nan"))
     row = {
         "mode": mode,
         "rounds": len(w),

@@ -57,96 +57,92 @@ _LIBRARY_PREFIXES = ("builtins.", "typing.", "torch.", "spmd_phantom.", "spmd_my
 Hook = Callable[[Any], Any]
 
 
+def _function_hook(fullname: str) -> Optional[Hook]:
+    for prefix, namespace in _FUNCTION_PREFIXES:
+        if fullname.startswith(prefix):
+            name = fullname[len(prefix):]
+            return ops.op_hook(name, namespace, receiver=False) if "." not in name else None
+    if fullname.startswith(_DISTRIBUTED_PREFIX):
+        return comms.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
+    return None
+
+
+def _method_hook(fullname: str) -> Optional[Hook]:
+    for prefix in (_CARRIER_PREFIX, _PLAIN_TENSOR_PREFIX):  # a plain receiver may get a
+        if fullname.startswith(prefix):  # typed argument, or give an unknown result
+            return ops.op_hook(fullname[len(prefix):], "tensor", receiver=True)
+    if fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
+        return relation.module_call_hook
+    if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
+        return relation.function_apply_hook
+    return None
+
+
+def _signature_hook(fullname: str) -> Optional[Hook]:
+    if fullname.startswith(tuple(p for p, _ in _FUNCTION_PREFIXES)):
+        return relation.torch_signature_hook
+    if not fullname.startswith(_LIBRARY_PREFIXES):
+        return relation.signature_hook(fullname.rsplit(".", 1)[-1])
+    return None
+
+
+def _attribute_hook(fullname: str) -> Optional[Hook]:
+    for prefix in (_CARRIER_PREFIX, _TENSOR_BASE_PREFIX):  # keyed by the defining class
+        if fullname.startswith(prefix):
+            return ops.attribute_hook(fullname[len(prefix):])
+    return None
+
+
+class _Memo:
+    """fullname -> hook, computed once: mypy asks for hooks hundreds of thousands of times."""
+
+    def __init__(self, build: Callable[[str], Optional[Hook]], seed: Optional[Dict[str, Hook]] = None):
+        self.build = build
+        self.table: Dict[str, Optional[Hook]] = dict(seed or {})
+
+    def __call__(self, fullname: str) -> Optional[Hook]:
+        try:
+            return self.table[fullname]
+        except KeyError:
+            hook = self.table[fullname] = self.build(fullname)
+            return hook
+
+
 class SpmdPlugin(_mypy.Plugin):
     def __init__(self, options: Any) -> None:
         super().__init__(options)
         self.settings = config.load(getattr(options, "config_file", None))
         self._version = _rules_version()
-        self._functions: Dict[str, Optional[Hook]] = dict(comms.HOOKS)
-        self._methods: Dict[str, Optional[Hook]] = {}
-        self._signatures: Dict[str, Optional[Hook]] = {}
-        self._attributes: Dict[str, Optional[Hook]] = {}
+        settings = self.settings
+        self._tensor_hook: Hook = guarded(
+            lambda ctx: reading.analyze_tensor(ctx, settings), _mypy.plain_tensor_in_analyzer
+        )
+        self._module_class_hook: Hook = guarded(_mypy.make_class_attributes_descriptors, nothing)
+        self._functions = _Memo(_function_hook, comms.HOOKS)
+        self._methods = _Memo(_method_hook)
+        self._signatures = _Memo(_signature_hook)
+        self._attributes = _Memo(_attribute_hook)
 
-    # -- types in annotations ---------------------------------------------------
     def get_type_analyze_hook(self, fullname: str) -> Optional[Hook]:
-        if fullname == _mypy.TENSOR:
-            settings = self.settings
-            return guarded(
-                lambda ctx: reading.analyze_tensor(ctx, settings), _mypy.plain_tensor_in_analyzer
-            )
-        return None
+        return self._tensor_hook if fullname == _mypy.TENSOR else None
 
-    # -- calls -----------------------------------------------------------------------
     def get_function_hook(self, fullname: str) -> Optional[Hook]:
-        try:
-            return self._functions[fullname]
-        except KeyError:
-            pass
-        hook = None
-        for prefix, namespace in _FUNCTION_PREFIXES:
-            if fullname.startswith(prefix):
-                name = fullname[len(prefix):]
-                if "." not in name:
-                    hook = ops.op_hook(name, namespace, receiver=False)
-                break
-        else:
-            if fullname.startswith(_DISTRIBUTED_PREFIX):
-                hook = comms.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
-        self._functions[fullname] = hook
-        return hook
+        return self._functions(fullname)
 
     def get_method_hook(self, fullname: str) -> Optional[Hook]:
-        try:
-            return self._methods[fullname]
-        except KeyError:
-            pass
-        hook: Optional[Hook] = None
-        if fullname.startswith(_CARRIER_PREFIX):
-            hook = ops.op_hook(fullname[len(_CARRIER_PREFIX):], "tensor", receiver=True)
-        elif fullname.startswith(_PLAIN_TENSOR_PREFIX):  # plain receiver: a typed argument,
-            hook = ops.op_hook(fullname[len(_PLAIN_TENSOR_PREFIX):], "tensor", receiver=True)
-        elif fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
-            hook = relation.module_call_hook
-        elif fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
-            hook = relation.function_apply_hook
-        self._methods[fullname] = hook
-        return hook
+        return self._methods(fullname)
 
     def get_function_signature_hook(self, fullname: str) -> Optional[Hook]:
-        return self._signature(fullname)
+        return self._signatures(fullname)
 
     def get_method_signature_hook(self, fullname: str) -> Optional[Hook]:
-        return self._signature(fullname)
-
-    def _signature(self, fullname: str) -> Optional[Hook]:
-        try:
-            return self._signatures[fullname]
-        except KeyError:
-            pass
-        hook: Optional[Hook] = None
-        if fullname.startswith(tuple(p for p, _ in _FUNCTION_PREFIXES)):
-            hook = relation.torch_signature_hook
-        elif not fullname.startswith(_LIBRARY_PREFIXES):
-            hook = relation.signature_hook(fullname.rsplit(".", 1)[-1])
-        self._signatures[fullname] = hook
-        return hook
+        return self._signatures(fullname)
 
     def get_attribute_hook(self, fullname: str) -> Optional[Hook]:
-        try:
-            return self._attributes[fullname]
-        except KeyError:
-            pass
-        hook = None
-        for prefix in (_CARRIER_PREFIX, _TENSOR_BASE_PREFIX):
-            if fullname.startswith(prefix):  # keyed by the defining class
-                hook = ops.attribute_hook(fullname[len(prefix):])
-        self._attributes[fullname] = hook
-        return hook
+        return self._attributes(fullname)
 
     def get_base_class_hook(self, fullname: str) -> Optional[Hook]:
-        if fullname == "torch.nn.modules.module.Module":
-            return guarded(_mypy.make_class_attributes_descriptors, nothing)
-        return None
+        return self._module_class_hook if fullname == "torch.nn.modules.module.Module" else None
 
     # -- cache and dependencies ---------------------------------------------------
     def report_config_data(self, ctx: _mypy.ReportConfigContext) -> Any:
