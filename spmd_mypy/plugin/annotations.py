@@ -22,7 +22,7 @@ import ast
 import os
 from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
-from ..vocab.localtype import I, P, R, Shard, V
+from ..vocab.localtype import BY_LETTER, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
 
 __all__ = ["Meta", "index_for", "decode", "AnnotationError", "SPMD_FULLNAMES"]
@@ -32,13 +32,13 @@ Pos = Tuple[int, int]  # (line, 0-based column), as mypy reports them
 # Fully qualified names the decoder accepts (definitions, as mypy resolves them).
 SPMD_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.Spmd", "spmd_mypy.Spmd"})
 _SPEC_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.PartitionSpec", "spmd_mypy.PartitionSpec"})
-_SHARD_FULLNAMES = frozenset(
+SHARD_FULLNAMES = frozenset(
     {"spmd_mypy.vocab.localtype.Shard", "spmd_mypy.vocab.localtype.S", "spmd_mypy.S"}
 )
-_LOCAL_TYPES = {
+LOCAL_TYPES = {  # fullname of R, I, V or P -> the type
     f"{mod}.{letter}": t
     for mod in ("spmd_mypy.vocab.localtype", "spmd_mypy")
-    for letter, t in (("R", R), ("I", I), ("V", V), ("P", P))
+    for letter, t in BY_LETTER.items()
 }
 
 
@@ -213,7 +213,7 @@ def _int(node: ast.expr, line: int) -> int:
 def _axis_type(node: ast.expr, lookup: Lookup, line: int) -> object:
     if isinstance(node, ast.Call):
         full = _resolve(node.func, lookup, line)
-        if full not in _SHARD_FULLNAMES:
+        if full not in SHARD_FULLNAMES:
             raise AnnotationError(
                 f"{ast.unparse(node)!r} is not a local SPMD type (use R, I, V, P or S(dim))", line
             )
@@ -221,7 +221,7 @@ def _axis_type(node: ast.expr, lookup: Lookup, line: int) -> object:
             raise AnnotationError("S(dim) takes one int argument", line)
         return Shard(_int(node.args[0], line))
     full = _resolve(node, lookup, line)
-    t = _LOCAL_TYPES.get(full)
+    t = LOCAL_TYPES.get(full)
     if t is None:
         raise AnnotationError(
             f"{ast.unparse(node)!r} is not a local SPMD type (use R, I, V, P or S(dim))", line
@@ -305,8 +305,4 @@ def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:
         return Spmd.of(axes, spec, nograd)  # type: ignore[arg-type]
     except SpecError as e:
         raise AnnotationError(str(e), line) from None
-
-
-def clear_cache() -> None:
-    _CACHE.clear()
 

@@ -12,27 +12,26 @@ import ast
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from ..vocab.collectives import PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
-from ..vocab.localtype import AxisType, I, P, R, Shard, V
+from ..vocab.localtype import AxisType, P, Shard
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy
-from .annotations import AnnotationError, Meta, decode
+from .annotations import LOCAL_TYPES, SHARD_FULLNAMES, AnnotationError, Meta, decode
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE
 from .guard import default_return, guarded
 
 API = "spmd_mypy.runtime.api."
-_LETTERS = {"R": R, "I": I, "V": V, "P": P}
 _DEFAULT_SRC = {"all_reduce": P, "reduce_scatter": P}
 
 
 def _axis_type(expr: _mypy.Expression) -> Optional[AxisType]:
     full = _mypy.fullname_of(expr)
-    if full is not None and full.startswith("spmd_mypy.") and full.rsplit(".", 1)[-1] in _LETTERS:
-        return _LETTERS[full.rsplit(".", 1)[-1]]
+    if full in LOCAL_TYPES:
+        return LOCAL_TYPES[full]
     parts = _mypy.call_parts(expr)
     if parts is not None:
         callee, pos, kws = parts
-        if callee is not None and callee.rsplit(".", 1)[-1] in ("S", "Shard") and len(pos) == 1 and not kws:
+        if callee in SHARD_FULLNAMES and len(pos) == 1 and not kws:
             dim = _mypy.int_value(pos[0])
             if dim is not None:
                 return Shard(dim)

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple, Sequence, Tuple, Union
 
-from .localtype import AxisType, I, P, R, Shard, V, grad_type, kind
+from .localtype import BY_LETTER, AxisType, I, P, R, Shard, V, grad_type, kind
 
 __all__ = [
     "Step",
     "CollectiveError",
     "COMM_OPS",
     "PUBLIC_OPS",
-    "MULTI_AXIS_OPS",
     "EXPERT_ONLY",
     "plan",
     "backward",
@@ -35,10 +34,6 @@ __all__ = [
 
 COMM_OPS: Final = frozenset({"all_gather", "all_reduce", "reduce_scatter", "all_to_all"})
 PUBLIC_OPS: Final = COMM_OPS | {"reinterpret", "convert", "redistribute"}
-# Ops the issue promises over a tuple of axes (a flattened communicator).  The
-# runtime accepts a tuple for every op (backwards of these need convert over
-# the same tuple), but these are the documented ones.
-MULTI_AXIS_OPS: Final = frozenset({"all_gather", "all_reduce", "reduce_scatter"})
 
 
 class Step(NamedTuple):
@@ -207,7 +202,7 @@ def _resolve(ref: str, fwd: Step) -> AxisType:
         return fwd.src
     if ref == "dst":
         return fwd.dst
-    return {"R": R, "I": I, "V": V, "P": P}[ref]
+    return BY_LETTER[ref]
 
 
 def plan(
@@ -295,10 +290,6 @@ def backward(steps: Sequence[Step]) -> Tuple[Step, ...]:
 def primitive_keys() -> Tuple[Tuple[str, str, str], ...]:
     """Every primitive (op, src kind, dst kind) in the table (for tests and docs)."""
     return tuple(_PRIMITIVES)
-
-
-def is_expert(op: str, src: AxisType, dst: AxisType) -> bool:
-    return (op, kind(src), kind(dst)) in EXPERT_ONLY
 
 
 

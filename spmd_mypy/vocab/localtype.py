@@ -21,6 +21,7 @@ __all__ = [
     "V",
     "P",
     "S",
+    "BY_LETTER",
     "grad_type",
     "kind",
     "parse_axis_type",
@@ -96,7 +97,8 @@ V: Final = LocalType("V", "Varying")
 P: Final = LocalType("P", "Partial")
 S = Shard
 
-_BY_LETTER: Final = {"R": R, "I": I, "V": V, "P": P}
+# Letter -> local type: the one table every reader of a letter uses.
+BY_LETTER: Final = {"R": R, "I": I, "V": V, "P": P}
 
 # Forward type -> type of its gradient (the design's forward/backward table).
 # S(i) keeps its dim: the gradient of a shard is the same shard.
@@ -125,7 +127,7 @@ def normalize_dim(dim: int, ndim: int) -> int:
 def parse_axis_type(text: str) -> AxisType:
     """Parse 'R', 'I', 'V', 'P' or 'S(<int>)' (the canonical per-axis form)."""
     t = text.strip()
-    found = _BY_LETTER.get(t)
+    found = BY_LETTER.get(t)
     if found is not None:
         return found
     if t.startswith("S(") and t.endswith(")"):
