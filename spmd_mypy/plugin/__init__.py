@@ -11,9 +11,10 @@ of times per run):
   Function.apply          relation.function_apply_hook (routed to forward)
   user function calls     relation.signature_hook (arguments checked per axis)
   carrier attributes      ops.attribute_hook      (.T keeps the type, .grad is its gradient)
+  return / y: T = e       declared.HOOKS          (rewritten into calls before analysis)
 
 Modules: _mypy (every mypy import), annotations (the per-file index, pure
-Python), reading, carrier, ops, comms, relation, errors, config.  The plugin
+Python), reading, carrier, ops, comms, relation, declared, errors, config.  The plugin
 never imports torch.
 """
 
@@ -23,7 +24,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, ops, reading, relation
+from . import _mypy, comms, config, declared, ops, reading, relation
 from .guard import guarded, nothing
 from .annotations import mentions_spmd
 
@@ -118,7 +119,7 @@ class SpmdPlugin(_mypy.Plugin):
             lambda ctx: reading.analyze_tensor(ctx, settings), _mypy.plain_tensor_in_analyzer
         )
         self._module_class_hook: Hook = guarded(_mypy.make_class_attributes_descriptors, nothing)
-        self._functions = _Memo(_function_hook, comms.HOOKS)
+        self._functions = _Memo(_function_hook, {**comms.HOOKS, **declared.HOOKS})
         self._methods = _Memo(_method_hook)
         self._signatures = _Memo(_signature_hook)
         self._attributes = _Memo(_attribute_hook)
@@ -150,8 +151,10 @@ class SpmdPlugin(_mypy.Plugin):
 
     def get_additional_deps(self, file: Any) -> List[Tuple[int, str, int]]:
         # Files that annotate tensors or call spmd need the carrier's stub loaded.
+        # Returns and annotated assignments are routed through hooks (declared.py).
         if mentions_spmd(getattr(file, "path", None)):
-            return [(10, "spmd_phantom", -1)]
+            guarded(_mypy.route_declared_values, nothing)(file)
+            return [(10, _mypy.PHANTOM_MODULE, -1)]
         return []
 
 

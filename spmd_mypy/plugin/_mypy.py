@@ -11,6 +11,7 @@ The carrier: a tensor whose SPMD type is T has the mypy type
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
@@ -18,9 +19,26 @@ from mypy.nodes import (
     ARG_NAMED,
     ARG_POS,
     AssignmentStmt,
+    Block,
     CallExpr,
+    ClassDef,
     Context,
+    Decorator,
     Expression,
+    ExpressionStmt,
+    ForStmt,
+    FuncDef,
+    IfStmt,
+    Import,
+    ImportFrom,
+    MatchStmt,
+    MypyFile,
+    OverloadedFuncDef,
+    ReturnStmt,
+    Statement,
+    TryStmt,
+    WhileStmt,
+    WithStmt,
     IntExpr,
     ListExpr,
     MemberExpr,
@@ -54,9 +72,11 @@ from mypy.types import (
     Type,
     TypeOfAny,
     TypeType,
+    UninhabitedType,
     UnionType,
     get_proper_type,
 )
+from mypy.subtypes import is_subtype
 
 __all__ = [
     "Plugin",
@@ -85,6 +105,25 @@ TENSOR = "torch._tensor.Tensor"
 
 def error_code(code: str, description: str) -> ErrorCode:
     return ErrorCode(code, description, "SPMD")
+
+
+def fail(api: Any, msg: str, context: Context, code: ErrorCode) -> None:
+    api.fail(msg, context, code=code)
+
+
+def fail_past_filters(api: Any, msg: str, context: Context, code: ErrorCode) -> None:
+    """Report an error that mypy's active error filters would swallow.
+
+    mypy checks a reflected operator method with errors filtered and turns any
+    error there into "Unsupported operand types" [operator]; the SPMD error is
+    the one the user needs, and the operator itself is fine."""
+    errors = api.msg.errors
+    saved = errors._watchers
+    errors._watchers = []
+    try:
+        api.fail(msg, context, code=code)
+    finally:
+        errors._watchers = saved
 
 
 # -- reading types ---------------------------------------------------------------
@@ -262,6 +301,10 @@ def is_true(expr: Expression) -> bool:
     return isinstance(expr, NameExpr) and expr.fullname == "builtins.True"
 
 
+def is_false(expr: Expression) -> bool:
+    return isinstance(expr, NameExpr) and expr.fullname == "builtins.False"
+
+
 def operator_sides(context: Context) -> Optional[Tuple[str, str]]:
     """Source text of the left and right operands of `a op b`, `a op= b`, `a < b`."""
     left = getattr(context, "left", None)
@@ -284,6 +327,8 @@ def expr_text(expr: Expression) -> str:
     if isinstance(expr, MemberExpr):
         base = expr_text(expr.expr)
         return f"{base}.{expr.name}"
+    if isinstance(expr, CallExpr) and isinstance(expr.callee, (NameExpr, MemberExpr)):
+        return f"{expr_text(expr.callee)}(...)"
     return "x"
 
 
@@ -473,3 +518,208 @@ def attr_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
     return ctx.api.named_type(ATTR, [literal])
 
 
+
+
+# -- declared values: returns and annotated assignments ------------------------------
+#
+# mypy checks `return e` and `y: T = e` itself, by equality of carriers, and
+# offers no plugin hook there.  Before semantic analysis the plugin rewrites
+# those statements of a file that uses spmd, when the declared type may hold
+# a tensor, into `return <RETURNED>(e)` / `y: T = <ASSIGNED>(e)`: calls of two
+# stub functions whose function hooks compare per axis and then hand mypy the
+# declared type.  The rewrite is idempotent (mypy may reuse a parsed tree).
+
+PHANTOM_MODULE = "spmd_phantom"
+_PHANTOM_ALIAS = "_spmd_phantom_"
+RETURNED = "spmd_phantom.returned"
+ASSIGNED = "spmd_phantom.assigned"
+
+_NOT_TENSOR_NAMES = frozenset(
+    "None int float str bool bytes complex object Any dict list tuple set frozenset type "
+    "Dict List Tuple Set FrozenSet Type Optional Union Literal Callable Iterator Iterable "
+    "Generator AsyncIterator AsyncGenerator Awaitable Coroutine Sequence Mapping "
+    "MutableMapping MutableSequence Self NoReturn Never TypeGuard TypeIs ClassVar Final TypeAlias "
+    "typing builtins collections abc".split()
+)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def _may_hold_tensor(annotation: Optional[Type]) -> bool:
+    """Syntactic test on an unanalysed annotation: False when every name in it
+    is a builtin or typing name that cannot hold a tensor."""
+    if annotation is None:
+        return False
+    names = set(_IDENT.findall(str(annotation)))
+    return not names <= _NOT_TENSOR_NAMES
+
+
+def _wrap(expr: Expression, callee: str) -> Expression:
+    if isinstance(expr, CallExpr) and isinstance(expr.callee, MemberExpr):
+        base = expr.callee.expr
+        if isinstance(base, NameExpr) and base.name == _PHANTOM_ALIAS:
+            return expr  # already rewritten
+    func = MemberExpr(NameExpr(_PHANTOM_ALIAS), callee.rsplit(".", 1)[1])
+    call = CallExpr(func, [expr], [ARG_POS], [None])
+    for node in (func, func.expr, call):
+        node.set_line(expr.line, expr.column, expr.end_line, expr.end_column)
+    return call
+
+
+def _route_block(stmts: List[Statement], wrap_returns: bool) -> bool:
+    changed = False
+    for stmt in stmts:
+        if isinstance(stmt, ReturnStmt):
+            if wrap_returns and stmt.expr is not None:
+                stmt.expr = _wrap(stmt.expr, RETURNED)
+                changed = True
+        elif isinstance(stmt, AssignmentStmt):
+            if (
+                len(stmt.lvalues) == 1
+                and isinstance(stmt.lvalues[0], NameExpr)
+                and stmt.unanalyzed_type is not None
+                and not stmt.is_final_def
+                and _may_hold_tensor(stmt.unanalyzed_type)
+                and type(stmt.rvalue).__name__ != "TempNode"  # `y: T` without a value
+            ):
+                stmt.rvalue = _wrap(stmt.rvalue, ASSIGNED)
+                changed = True
+        elif isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
+            changed |= _route_function(stmt)
+        elif isinstance(stmt, ClassDef):
+            for inner in stmt.defs.body:  # class-body assignments are attributes
+                if isinstance(inner, (FuncDef, Decorator, OverloadedFuncDef, ClassDef)):
+                    changed |= _route_block([inner], False)
+        else:
+            for block in _sub_blocks(stmt):
+                changed |= _route_block(block.body, wrap_returns)
+    return changed
+
+
+def _route_function(node: Statement) -> bool:
+    if isinstance(node, OverloadedFuncDef):
+        parts: List[Statement] = list(node.items)
+        if node.impl is not None:
+            parts.append(node.impl)
+        return any([_route_function(p) for p in parts])
+    func = node.func if isinstance(node, Decorator) else node
+    if not isinstance(func, FuncDef):
+        return False
+    sig = func.unanalyzed_type
+    ret = sig.ret_type if isinstance(sig, CallableType) else None
+    wrap = _may_hold_tensor(ret) and not func.is_generator and not func.is_coroutine
+    return _route_block(func.body.body, wrap)
+
+
+def _sub_blocks(stmt: Statement) -> List[Block]:
+    if isinstance(stmt, IfStmt):
+        return [*stmt.body, *([stmt.else_body] if stmt.else_body else [])]
+    if isinstance(stmt, (WhileStmt, ForStmt)):
+        return [stmt.body, *([stmt.else_body] if stmt.else_body else [])]
+    if isinstance(stmt, WithStmt):
+        return [stmt.body]
+    if isinstance(stmt, TryStmt):
+        extra = [b for b in (stmt.else_body, stmt.finally_body) if b is not None]
+        return [stmt.body, *stmt.handlers, *extra]
+    if isinstance(stmt, MatchStmt):
+        return list(stmt.bodies)
+    if isinstance(stmt, Block):
+        return [stmt]
+    return []
+
+
+def route_declared_values(tree: Any) -> None:
+    """Rewrite returns and annotated assignments of `tree` (see above).
+
+    The import of the stub goes in first, so that a rewrite interrupted by an
+    unexpected node never leaves a call to an unbound name."""
+    if not isinstance(tree, MypyFile) or tree.is_stub or not tree.defs:
+        return
+    if not any(isinstance(d, Import) and (PHANTOM_MODULE, _PHANTOM_ALIAS) in d.ids for d in tree.defs):
+        imp = Import([(PHANTOM_MODULE, _PHANTOM_ALIAS)])
+        at = 0
+        while at < len(tree.defs) and (
+            (isinstance(tree.defs[at], ExpressionStmt) and isinstance(tree.defs[at].expr, StrExpr))
+            or (isinstance(tree.defs[at], ImportFrom) and tree.defs[at].id == "__future__")
+        ):
+            at += 1
+        imp.set_line(tree.defs[at].line if at < len(tree.defs) else 1, 0)
+        imp.is_top_level = True
+        tree.defs.insert(at, imp)
+        tree.imports.append(imp)
+    _route_block(tree.defs, False)
+
+
+def type_context(api: Any) -> Optional[Type]:
+    """The type the checker expects of the expression being checked."""
+    stack = api.expr_checker.type_context
+    return stack[-1] if stack else None
+
+
+def declared_return(api: Any) -> Optional[Type]:
+    """The declared return type of the function being checked.  (The type
+    context is not enough: mypy retries a returned call without context.)"""
+    stack = api.return_types
+    return stack[-1] if stack else None
+
+
+def recheck(api: Any, expr: Expression, context: Optional[Type]) -> Type:
+    """Type `expr` again, in the context mypy would have given it."""
+    return api.expr_checker.accept(expr, context)
+
+
+def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
+    """Match a value's type against a declared type that holds tensors.
+
+    Returns the (got, declared) pairs of tensors at the same place (top level,
+    tuple items, type arguments of the same class, the tensor alternative of a
+    declared Union), or None when the two do not line up or a non-tensor part
+    does not fit; mypy then checks the value itself.
+    """
+    g, w = get_proper_type(got), get_proper_type(want)
+    if isinstance(g, (AnyType, UninhabitedType)):
+        return []
+    if is_tensor(w):
+        return [(g, w)] if is_tensor(g) else None
+    if isinstance(w, UnionType):
+        if isinstance(g, UnionType):
+            out: List[Tuple[Type, Type]] = []
+            for item in g.items:
+                sub = tensor_pairs(item, want)
+                if sub is None:
+                    return None
+                out += sub
+            return out
+        for item in w.items:
+            sub = tensor_pairs(g, item)
+            if sub is not None:
+                return sub
+        return None
+    if isinstance(w, TupleType):
+        if not isinstance(g, TupleType) or len(g.items) != len(w.items):
+            return None
+        out = []
+        for gi, wi in zip(g.items, w.items):
+            sub = tensor_pairs(gi, wi)
+            if sub is None:
+                return None
+            out += sub
+        return out
+    if isinstance(w, Instance) and w.args and has_tensor_deep(w):
+        if isinstance(g, TupleType) and w.type.fullname == "builtins.tuple":
+            out = []
+            for gi in g.items:
+                sub = tensor_pairs(gi, w.args[0])
+                if sub is None:
+                    return None
+                out += sub
+            return out
+        if not isinstance(g, Instance) or g.type is not w.type or len(g.args) != len(w.args):
+            return None
+        out = []
+        for gi, wi in zip(g.args, w.args):
+            sub = tensor_pairs(gi, wi)
+            if sub is None:
+                return None
+            out += sub
+        return out
+    return [] if is_subtype(g, w) else None

@@ -1,8 +1,5 @@
 """The spmd-... error codes: each can be silenced on its own.
 
-Returns and annotated assignments are reported by mypy itself ([return-value],
-[assignment]): mypy has no plugin hook there (DESIGN.md).
-
 `# type: ignore[spmd-op]` or `disable_error_code = spmd-op` in the config.
 """
 
@@ -14,6 +11,8 @@ SPMD_ANNOTATION = error_code("spmd-annotation", "Malformed Spmd(...) annotation"
 SPMD_OP = error_code("spmd-op", "Torch op applied to incompatible SPMD types")
 SPMD_COLLECTIVE = error_code("spmd-collective", "Collective or coercion that does not fit its input")
 SPMD_ARG = error_code("spmd-arg", "Argument whose SPMD type does not fit the parameter")
+SPMD_RETURN = error_code("spmd-return", "Returned value whose SPMD type does not fit the declared one")
+SPMD_ASSIGN = error_code("spmd-assign", "Assigned value whose SPMD type does not fit the annotation")
 SPMD_BACKWARD = error_code("spmd-backward", "backward() on a loss that is not I or P on every axis")
 SPMD_INPLACE = error_code("spmd-inplace", "In-place op that would change a tensor's SPMD type")
 
@@ -22,6 +21,8 @@ ALL = (
     SPMD_OP,
     SPMD_COLLECTIVE,
     SPMD_ARG,
+    SPMD_RETURN,
+    SPMD_ASSIGN,
     SPMD_BACKWARD,
     SPMD_INPLACE,
 )

@@ -17,6 +17,8 @@ from typing import Any, Callable, List, Optional, Tuple, Union
 from ..vocab.collectives import fix_call
 from ..vocab.localtype import I, P, R, AxisType, Shard, grad_type
 from ..vocab.opclasses import (
+    FACTORY,
+    WITHOUT_OPERANDS,
     AFFINE,
     NO_GRAD_RESULTS,
     REFLECTED,
@@ -167,6 +169,9 @@ def infer(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Opti
 def _infer_one(
     ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand], n_product: int
 ) -> Optional[Spmd]:
+    if not ops and name in WITHOUT_OPERANDS and namespace == "torch":
+        # torch.zeros(n), torch.randn(n): one type on every axis.
+        return Spmd.of({}, None, not _asks_for_grad(ctx), WITHOUT_OPERANDS[name])
     if not any(isinstance(o, Spmd) for _, o in ops):
         return None
     if any(o is None for _, o in ops):
@@ -186,19 +191,46 @@ def _infer_one(
         except OpRuleError as err:
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
             hint = _hint(err, axis, on_axis)
-            ctx.api.fail(
+            # mypy tries a reflected dunder (`1.0 + p` runs p.__radd__) with
+            # errors filtered, and any error there becomes its own [operator].
+            fail = _mypy.fail_past_filters if name in REFLECTED else _mypy.fail
+            fail(
+                ctx.api,
                 f"{_display(name, namespace)} on axis {axis!r} ({found}): {err}"
                 + (f". Hint: {hint}" if hint else ""),
                 ctx.context,
-                code=SPMD_OP,
+                SPMD_OP,
             )
             continue
         if t is not None:
             result[axis] = t
-    if not result:
+    rest = _rest(cls, ops, nograd, n_product)
+    if not result and rest is None:
         return None
     tensors_nograd = all(o.nograd for _, o in ops if isinstance(o, Spmd))
-    return Spmd.of(result, None, tensors_nograd or name in NO_GRAD_RESULTS)
+    fresh = cls == FACTORY and not _asks_for_grad(ctx)  # zeros_like(x), x.new_ones(n)
+    return Spmd.of(result, None, tensors_nograd or fresh or name in NO_GRAD_RESULTS, rest)
+
+
+def _rest(cls: str, ops: List[Operand], nograd: List[bool], n_product: int) -> Optional[AxisType]:
+    """The result's type on axes no operand names, when every operand knows them
+    (factory results are R on every axis); rule errors there were reported on
+    the named axes or cannot happen (R and V only)."""
+    types = [o.rest if isinstance(o, Spmd) else o for _, o in ops]
+    if any(t is None for t in types):
+        return None
+    try:
+        if cls == "affine":
+            bias = types[n_product] if len(types) > n_product else None
+            return combine_affine(types[:n_product], bias, nograd)  # type: ignore[arg-type]
+        return combine(cls, types, nograd)  # type: ignore[arg-type]
+    except OpRuleError:
+        return None
+
+
+def _asks_for_grad(ctx: Any) -> bool:
+    """requires_grad= passed and not literally False."""
+    return any(not _mypy.is_false(expr) for expr, _ in _mypy.formal_args(ctx, "requires_grad"))
 
 
 def unknown_in_spmd_file(ctx: Any, default: _mypy.Type) -> _mypy.Type:

@@ -7,8 +7,8 @@ every call site a signature hook checks each argument per axis with
 `vocab.mismatches`, reports spmd-arg with the fix, and hands mypy the
 signature with those parameters relaxed to plain Tensor.
 
-Returns and annotated assignments have no plugin hook: mypy checks them
-itself by equality of carriers (see DESIGN.md).
+Returns and annotated assignments are checked with the same relation in
+declared.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from .errors import SPMD_ARG
 from .guard import default_return, default_signature, guarded
 
 
-def report_arg(api: Any, expr: Any, got: Spmd, want: Spmd, what: str) -> None:
+def report_arg(
+    api: Any, expr: Any, got: Spmd, want: Spmd, what: str, code: _mypy.ErrorCode = SPMD_ARG
+) -> None:
     name = _mypy.expr_text(expr)
     if want.nograd and not got.nograd:
         # The callee was checked assuming no gradient flows through this tensor.
@@ -33,7 +35,7 @@ def report_arg(api: Any, expr: Any, got: Spmd, want: Spmd, what: str) -> None:
             f"the callee's Invariant rules were relaxed for it, so its gradient would not be "
             f"reduced correctly. Hint: pass {name}.detach()",
             expr,
-            code=SPMD_ARG,
+            code=code,
         )
     for axis, g, w in mismatches(got, want):
         fix = fix_call(g, w, axis, name)
@@ -41,7 +43,7 @@ def report_arg(api: Any, expr: Any, got: Spmd, want: Spmd, what: str) -> None:
             f"{what} is {g} on axis {axis!r} where {w} is expected: "
             f"{mismatch_consequence(g, w, axis)}" + (f". Hint: {fix}" if fix else ""),
             expr,
-            code=SPMD_ARG,
+            code=code,
         )
 
 

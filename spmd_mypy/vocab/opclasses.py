@@ -106,6 +106,17 @@ _FACTORIES = _names(
     """
 )
 
+# Creation functions called without a tensor operand: the result's type on
+# every mesh axis.  Shape-driven factories build the same tensor on every rank
+# (R); random draws differ per rank (V).  Data-driven ones (tensor, as_tensor,
+# from_numpy) are absent: their value is whatever each rank passes in, so it
+# stays unknown.  Either way the result carries no gradient unless
+# requires_grad= is passed.
+WITHOUT_OPERANDS: Final[dict[str, AxisType]] = {
+    **{n: R for n in _names("zeros ones empty full arange linspace logspace eye")},
+    **{n: V for n in _names("rand randn randint randperm normal")},
+}
+
 TORCH_FUNCTIONS: Final[dict[str, str]] = {
     **{n: RANDOM for n in _RANDOM},
     **{n: LINEAR for n in _LINEAR_COMMON},

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, Mapping, Optional, Tuple, Union
 
-from .localtype import AxisType, LocalType, R, Shard, parse_axis_type
+from .localtype import AxisType, I, LocalType, P, R, Shard, parse_axis_type
 
 __all__ = ["PartitionSpec", "Spmd", "SpecError", "parse_spmd", "mismatches"]
 
@@ -144,11 +144,15 @@ class Spmd:
     Immutable, hashable, cheap to build (it is evaluated once per annotation).
     """
 
-    __slots__ = ("axes", "spec", "nograd")
+    __slots__ = ("axes", "spec", "nograd", "rest")
 
     axes: Mapping[str, AxisType]
     spec: Optional[PartitionSpec]
     nograd: bool
+    # The type on every axis not named (per-axis form).  Only inferred types
+    # have one: a factory's result is R on every axis (`*=R` in the canonical
+    # form); annotations leave unnamed axes unknown (None).
+    rest: Optional[AxisType]
 
     def __init__(
         self, *, spec: Optional[PartitionSpec] = None, nograd: bool = False, **axes: AxisType
@@ -182,6 +186,7 @@ class Spmd:
         object.__setattr__(self, "axes", dict(sorted(checked.items())))
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "nograd", nograd)
+        object.__setattr__(self, "rest", None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Spmd is immutable")
@@ -191,10 +196,22 @@ class Spmd:
 
     @classmethod
     def of(
-        cls, axes: Mapping[str, AxisType], spec: Optional[PartitionSpec] = None, nograd: bool = False
+        cls,
+        axes: Mapping[str, AxisType],
+        spec: Optional[PartitionSpec] = None,
+        nograd: bool = False,
+        rest: Optional[AxisType] = None,
     ) -> "Spmd":
-        """Build from a mapping of axis name to type (the keywords of Spmd(...))."""
-        return cls(spec=spec, nograd=nograd, **axes)
+        """Build from a mapping of axis name to type (the keywords of Spmd(...)),
+        and the type of every other axis (`rest`, per-axis form only)."""
+        out = cls(spec=spec, nograd=nograd, **axes)
+        if rest is not None:
+            if spec is not None:
+                raise SpecError("Spmd: the spec form already makes every unnamed axis R")
+            if not isinstance(rest, (LocalType, Shard)):
+                raise SpecError(f"Spmd: the type of every other axis must be R, I, V, P or S(dim), got {rest!r}")
+            object.__setattr__(out, "rest", rest)
+        return out
 
     # -- queries ---------------------------------------------------------------
     @property
@@ -205,8 +222,8 @@ class Spmd:
     def axis_type(self, axis: str) -> Optional[AxisType]:
         """The local type on `axis`; None means unknown (per-axis form, axis not named)."""
         t = self.axes.get(axis)
-        if t is None and self.spec is not None:
-            return R
+        if t is None:
+            return R if self.spec is not None else self.rest
         return t
 
     def normalized(self, ndim: int) -> "Spmd":
@@ -223,7 +240,7 @@ class Spmd:
                 except IndexError as e:
                     raise SpecError(f"Spmd: axis {a!r}: {e}") from None
             out[a] = t
-        return Spmd.of(out, None, self.nograd)
+        return Spmd.of(out, None, self.nograd, self.rest)
 
     # -- forms -----------------------------------------------------------------
     def canonical(self) -> str:
@@ -231,6 +248,8 @@ class Spmd:
         parts = [
             f"{a}={t}" for a, t in self.axes.items() if spec is None or a not in spec.axes
         ]
+        if self.rest is not None:
+            parts.insert(0, f"*={self.rest}")
         if spec is not None:
             parts.append(f"spec={spec.canonical()}")
         if self.nograd:
@@ -248,6 +267,8 @@ class Spmd:
             parts.insert(0, f"spec={spec!r}")
         if self.nograd:
             parts.append("nograd=True")
+        if self.rest is not None:
+            return f"Spmd.of({{{', '.join(repr(a) + ': ' + str(t) for a, t in self.axes.items())}}}, nograd={self.nograd}, rest={self.rest})"
         return "Spmd(" + ", ".join(parts) + ")"
 
     def __eq__(self, other: object) -> bool:
@@ -256,15 +277,16 @@ class Spmd:
             and other.axes == self.axes
             and other.spec == self.spec
             and other.nograd == self.nograd
+            and other.rest == self.rest
         )
 
     def __hash__(self) -> int:
-        return hash((tuple(self.axes.items()), self.spec, self.nograd))
+        return hash((tuple(self.axes.items()), self.spec, self.nograd, self.rest))
 
 
 # -- the canonical parser ------------------------------------------------------
 
-_TOKEN = re.compile(r"\s*(?:(\()|(\))|(,)|(=)|(S\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*))")
+_TOKEN = re.compile(r"\s*(?:(\()|(\))|(,)|(=)|(S\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*|\*))")
 
 
 def _tokens(text: str) -> list[str]:
@@ -321,6 +343,7 @@ class _Parser:
         axes: dict[str, AxisType] = {}
         spec = None
         nograd = False
+        rest: Optional[AxisType] = None
         while self.peek() is not None:
             name = self.take()
             if name == "nograd" and self.peek() in (None, ","):
@@ -331,6 +354,11 @@ class _Parser:
             self.take("=")
             if name == "spec":
                 spec = self.spec()
+            elif name == "*":
+                try:
+                    rest = parse_axis_type(self.take())
+                except ValueError as e:
+                    raise SpecError(str(e)) from None
             else:
                 try:
                     axes[name] = parse_axis_type(self.take())
@@ -338,7 +366,7 @@ class _Parser:
                     raise SpecError(str(e)) from None
             if self.peek() is not None:
                 self.take(",")
-        return Spmd.of(axes, spec, nograd)
+        return Spmd.of(axes, spec, nograd, rest)
 
 
 def parse_spmd(text: str) -> Spmd:
@@ -358,7 +386,8 @@ def mismatches(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType, AxisTy
     Checked on every axis `expected` constrains (every axis it names; in the
     spec form also every axis `actual` names, which the spec makes R).  An
     axis `actual` does not know is never a mismatch (gradual typing).  S(i)
-    and V are interchangeable (local SPMD).  Returns (axis, actual type,
+    and V are interchangeable (local SPMD).  A value without gradient
+    (nograd) that is R or I fits R, I and V: only forward values matter.  Returns (axis, actual type,
     expected type) triples, sorted by axis.
     """
     axes = set(expected.axes)
@@ -370,6 +399,9 @@ def mismatches(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType, AxisTy
         got = actual.axis_type(axis)
         if want is None or got is None:
             continue
-        if _local_kind(got) != _local_kind(want):
-            out.append((axis, got, want))
+        if _local_kind(got) == _local_kind(want):
+            continue
+        if actual.nograd and got in (R, I) and want not in (P,) and not isinstance(want, Shard):
+            continue  # the same value on every rank, and no gradient to route
+        out.append((axis, got, want))
     return out

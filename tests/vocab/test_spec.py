@@ -21,7 +21,8 @@ axis_types = st.sampled_from([R, I, V, P]) | st.integers(-4, 5).map(S)
 @st.composite
 def per_axis(draw: st.DrawFn) -> Spmd:
     names = draw(st.lists(st.sampled_from(AXES), unique=True, max_size=4))
-    return Spmd(nograd=draw(st.booleans()), **{n: draw(axis_types) for n in names})
+    rest = draw(st.sampled_from([None, R, V]))
+    return Spmd.of({n: draw(axis_types) for n in names}, None, draw(st.booleans()), rest)
 
 
 @st.composite
@@ -140,3 +141,26 @@ def test_vocabulary_and_package_import_neither_torch_nor_mypy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, f"imported: {out.stderr}"
+
+
+def test_rest_types_every_unnamed_axis() -> None:
+    ones = Spmd.of({}, None, True, R)
+    assert str(ones) == "*=R, nograd"
+    assert ones.axis_type("tp") is R and ones.axis_type("anything") is R
+    mixed = Spmd.of({"tp": V}, None, False, R)
+    assert str(mixed) == "*=R, tp=V"
+    assert mixed.axis_type("tp") is V and mixed.axis_type("dp") is R
+    assert mixed != Spmd(tp=V) and Spmd(tp=V).axis_type("dp") is None
+    with pytest.raises(SpecError):
+        Spmd.of({}, PartitionSpec("dp"), False, R)
+
+
+def test_mismatches_let_a_value_without_gradient_stand_for_varying() -> None:
+    from spmd_mypy.vocab.spec import mismatches
+
+    zeros = Spmd.of({}, None, True, R)
+    assert mismatches(zeros, Spmd(tp=V, dp=I)) == []
+    assert mismatches(zeros, Spmd(tp=P)) == [("tp", R, P)]  # the sum would count it N times
+    assert mismatches(zeros, Spmd(tp=S(0))) == [("tp", R, S(0))]  # a whole tensor is no shard
+    assert mismatches(Spmd(tp=R), Spmd(tp=V)) == [("tp", R, V)]  # with a gradient it matters
+    assert mismatches(Spmd(tp=V, nograd=True), Spmd(tp=R)) == [("tp", V, R)]

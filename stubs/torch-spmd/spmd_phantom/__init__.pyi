@@ -9,7 +9,7 @@
 # strings (spmd_mypy.vocab.spec).  SpmdTensor[Any] is a tensor of unknown
 # SPMD type.  Pyright and other checkers without plugins see a plain Tensor.
 
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from torch import Tensor
 
@@ -32,3 +32,9 @@ class SpmdOptAttr(Generic[_S_co]):
 
     def __get__(self, obj: object, owner: object) -> SpmdTensor[_S_co] | None: ...
     def __set__(self, obj: object, value: Tensor | None) -> None: ...
+
+# The plugin routes `return e` and `y: Annotated[...] = e` of files that use
+# spmd through these two (see spmd_mypy/plugin/declared.py): their hooks check
+# the value against the declared type per axis.  Never called at runtime.
+def returned(value: object) -> Any: ...
+def assigned(value: object) -> Any: ...

@@ -1,0 +1,59 @@
+"""Returns and annotated assignments: values checked against a declared type.
+
+mypy compares a returned or assigned carrier with the declared one by string
+equality and has no plugin hook at either place.  So, before semantic
+analysis, `_mypy.route_declared_values` rewrites `return e` and
+`y: Annotated[...] = e` of a file that uses spmd into calls of two stub
+functions, `spmd_phantom.returned(e)` / `spmd_phantom.assigned(e)`, whose
+hooks are here.  A hook reads the declared type from the checker's type
+context and compares each tensor the value holds with the declared tensor at
+the same place, per axis, with the same relation as arguments
+(`vocab.spec.mismatches`): unknown axes and unknown tensors fit.  It reports
+spmd-return / spmd-assign with the fix, then gives mypy the declared type.
+When the value does not line up with the declared type (a non-tensor part,
+another shape), the value is typed again in the declared context and mypy
+reports the mismatch itself, as without the plugin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _mypy
+from .carrier import spmd_of
+from .errors import SPMD_ASSIGN, SPMD_RETURN
+from .guard import guarded
+from .relation import report_arg
+
+
+def _check(ctx: Any, declared: Any, what: str, code: _mypy.ErrorCode) -> _mypy.Type:
+    if not ctx.args or not ctx.args[0] or declared is None:
+        return ctx.default_return_type
+    expr, got = ctx.args[0][0], ctx.arg_types[0][0]
+    pairs = _mypy.tensor_pairs(got, declared) if _mypy.has_tensor_deep(declared) else None
+    if not pairs:
+        return _mypy.recheck(ctx.api, expr, declared)
+    for got_t, want_t in pairs:
+        got_s, want_s = spmd_of(got_t), spmd_of(want_t)
+        if got_s is not None and want_s is not None:
+            report_arg(ctx.api, expr, got_s, want_s, what, code)
+    return declared
+
+
+def _returned(ctx: Any) -> _mypy.Type:
+    return _check(ctx, _mypy.declared_return(ctx.api), "Returned value", SPMD_RETURN)
+
+
+def _assigned(ctx: Any) -> _mypy.Type:
+    return _check(ctx, _mypy.type_context(ctx.api), "Assigned value", SPMD_ASSIGN)
+
+
+def _value(ctx: Any) -> _mypy.Type:
+    # On a failure mypy checks the value itself, as without the plugin.
+    return ctx.arg_types[0][0] if ctx.arg_types and ctx.arg_types[0] else ctx.default_return_type
+
+
+HOOKS = {
+    _mypy.RETURNED: guarded(_returned, _value),
+    _mypy.ASSIGNED: guarded(_assigned, _value),
+}
