@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .vocab.collectives import CollectiveError
 from .vocab.localtype import I, P, R, S, V
+from .vocab.redistribute_plan import RedistPlan, plan_redistribute
 from .vocab.spec import PartitionSpec, SpecError, Spmd
 
 __version__ = "0.1.0"
@@ -36,6 +37,13 @@ _RUNTIME = {
     "assert_spmd": "api",
     "set_mesh": "mesh",
     "current_mesh": "mesh",
+    "matmul": "global_ops",
+    "einsum": "global_ops",
+    "linear": "global_ops",
+    "sum": "global_ops",
+    "mean": "global_ops",
+    "global_spmd": "global_ops",
+    "local_map": "global_ops",
 }
 
 __all__ = [
@@ -48,7 +56,10 @@ __all__ = [
     "S",
     "CollectiveError",
     "SpecError",
-    *_RUNTIME,
+    "plan_redistribute",
+    "RedistPlan",
+    # spmd.sum stays out of `from spmd_mypy import *`, which would shadow the builtin.
+    *(name for name in _RUNTIME if name != "sum"),
 ]
 
 if TYPE_CHECKING:
@@ -62,6 +73,7 @@ if TYPE_CHECKING:
         reduce_scatter,
         reinterpret,
     )
+    from .runtime.global_ops import einsum, global_spmd, linear, local_map, matmul, mean, sum
     from .runtime.mesh import current_mesh, set_mesh
 
 

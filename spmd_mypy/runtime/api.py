@@ -19,6 +19,7 @@ from ..vocab.localtype import AxisType, P, Shard, kind
 from ..vocab.spec import Spmd
 from .autograd import apply_steps
 from .mesh import AxisArg, Comm, resolve_axis
+from .redistribute_spec import redistribute_spec
 
 __all__ = [
     "all_reduce",
@@ -267,14 +268,34 @@ def convert(
 
 def redistribute(
     x: Tensor,
-    axis: AxisArg,
+    axis: Optional[AxisArg] = None,
     *,
-    src: AxisType,
-    dst: AxisType,
+    src: Union[AxisType, Spmd],
+    dst: Union[AxisType, Spmd],
     expert_mode: bool = False,
     split_sizes: Union[SplitSizes, PairSizes] = None,
 ) -> Tensor:
-    """Change the type keeping the value, communicating if needed (per axis)."""
+    """Change the type keeping the value, communicating if needed.
+
+    Per axis:      redistribute(x, "tp", src=P, dst=S(0)) -- the collective or
+                   convert of the design's routing table, on one axis.
+    Global types:  redistribute(x, src=Spmd(spec=...), dst=Spmd(spec=...)) --
+                   no axis; the planner (spmd.plan_redistribute) picks the
+                   collectives over the current mesh, flattening axes.
+    """
+    if axis is None and isinstance(src, Spmd) and isinstance(dst, Spmd):
+        if expert_mode or split_sizes is not None:
+            raise CollectiveError(
+                "spmd.redistribute with Spmd src/dst takes neither expert_mode nor split_sizes "
+                "(the spec form plans even shards of value-preserving moves)"
+            )
+        return redistribute_spec(x, src, dst)
+    if isinstance(src, Spmd) or isinstance(dst, Spmd) or axis is None:
+        raise CollectiveError(
+            f"spmd.redistribute takes either an axis and per-axis types "
+            f"(redistribute(x, 'tp', src=P, dst=R)) or no axis and two Spmd types "
+            f"(redistribute(x, src=Spmd(...), dst=Spmd(...))); got axis={axis!r}, src={src!r}, dst={dst!r}"
+        )
     return _run("redistribute", x, axis, src, dst, expert_mode=expert_mode, split_sizes=split_sizes)
 
 
