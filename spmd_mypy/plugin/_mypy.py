@@ -31,6 +31,7 @@ from mypy.nodes import (
     IfStmt,
     Import,
     ImportFrom,
+    IndexExpr,
     MatchStmt,
     MypyFile,
     OverloadedFuncDef,
@@ -329,6 +330,8 @@ def expr_text(expr: Expression) -> str:
         return f"{base}.{expr.name}"
     if isinstance(expr, CallExpr) and isinstance(expr.callee, (NameExpr, MemberExpr)):
         return f"{expr_text(expr.callee)}(...)"
+    if isinstance(expr, IndexExpr):
+        return f"{expr_text(expr.base)}[...]"
     return "x"
 
 
@@ -627,6 +630,13 @@ def _sub_blocks(stmt: Statement) -> List[Block]:
     return []
 
 
+def _leads_module(stmt: Statement) -> bool:
+    """A docstring or a __future__ import: they stay first."""
+    if isinstance(stmt, ExpressionStmt):
+        return isinstance(stmt.expr, StrExpr)
+    return isinstance(stmt, ImportFrom) and stmt.id == "__future__"
+
+
 def route_declared_values(tree: Any) -> None:
     """Rewrite returns and annotated assignments of `tree` (see above).
 
@@ -637,10 +647,7 @@ def route_declared_values(tree: Any) -> None:
     if not any(isinstance(d, Import) and (PHANTOM_MODULE, _PHANTOM_ALIAS) in d.ids for d in tree.defs):
         imp = Import([(PHANTOM_MODULE, _PHANTOM_ALIAS)])
         at = 0
-        while at < len(tree.defs) and (
-            (isinstance(tree.defs[at], ExpressionStmt) and isinstance(tree.defs[at].expr, StrExpr))
-            or (isinstance(tree.defs[at], ImportFrom) and tree.defs[at].id == "__future__")
-        ):
+        while at < len(tree.defs) and _leads_module(tree.defs[at]):
             at += 1
         imp.set_line(tree.defs[at].line if at < len(tree.defs) else 1, 0)
         imp.is_top_level = True

@@ -181,8 +181,8 @@ def raw_collective_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
     def hook(ctx: Any) -> _mypy.Type:
         for _, expr, typ in _mypy.call_args(ctx):
             spmd = spmd_of(typ)
-            if spmd is None:
-                continue
+            if spmd is None or not spmd.axes:
+                continue  # an output buffer (torch.empty(...)) names no axis
             found = ", ".join(f"{a}={t}" for a, t in spmd.axes.items())
             ctx.api.fail(
                 f"raw torch.distributed.{name} on {_mypy.expr_text(expr)} ({found}): a raw "

@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from ..vocab.collectives import fix_call, mismatch_consequence
-from ..vocab.spec import Spmd, mismatches
+from ..vocab.localtype import P, R
+from ..vocab.spec import Spmd, hidden_obligations, mismatches
 from . import _mypy
 from .carrier import spmd_of
 from .ops import unknown_in_spmd_file
@@ -34,6 +35,20 @@ def report_arg(
             f"{what} carries a gradient where a tensor without one (nograd) is expected: "
             f"the callee's Invariant rules were relaxed for it, so its gradient would not be "
             f"reduced correctly. Hint: pass {name}.detach()",
+            expr,
+            code=code,
+        )
+    for axis, g in hidden_obligations(got, want):
+        fix = fix_call(g, R, axis, name) if g is P else None
+        api.fail(
+            f"{what} is {g} on axis {axis!r}, which the annotation does not name: "
+            + (
+                "the code behind it would treat each rank's addend as the value"
+                if g is P
+                else "the code behind it could mix it with per-rank values, and its gradient would not be summed"
+            )
+            + f". Hint: name {axis!r} in the annotation"
+            + (f", or reduce first: {fix}" if fix else ""),
             expr,
             code=code,
         )
@@ -117,8 +132,8 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
         if want is not None and got is not None:
             label = f'Argument "{names[i]}" to "{callee}"' if names[i] else f"Argument to {callee}"
             report_arg(ctx.api, expr, got, want, label)
-    if _mypy.carried(fwd.ret_type) is None:  # an unannotated forward (nn.Linear)
-        return unknown_in_spmd_file(ctx, fwd.ret_type)
+    if not any(spmd_of(t) is not None for t in _mypy.element_types(fwd.ret_type)):
+        return unknown_in_spmd_file(ctx, fwd.ret_type)  # an unannotated forward (nn.Linear)
     return fwd.ret_type
 
 

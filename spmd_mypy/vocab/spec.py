@@ -380,6 +380,27 @@ def _local_kind(t: AxisType) -> str:
     return "V" if isinstance(t, Shard) else t.letter
 
 
+def hidden_obligations(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType]]:
+    """Axes where `actual` is P, or I with a gradient, and the per-axis
+    `expected` does not name them.
+
+    Code typed by `expected` sees those axes as unknown, so it could apply a
+    nonlinear op to a pending sum or mix an Invariant value with per-rank
+    values: the obligation the type carries would be dropped silently.  (R, V
+    and S(i) carry none: any local use of them is sound.)  In the spec form
+    every axis is constrained, and `mismatches` checks it.
+    """
+    if expected.spec is not None:
+        return []
+    out: list[Tuple[str, AxisType]] = []
+    for axis, got in actual.axes.items():
+        if expected.axis_type(axis) is not None:
+            continue
+        if got is P or (got is I and not actual.nograd):
+            out.append((axis, got))
+    return out
+
+
 def mismatches(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType, AxisType]]:
     """Axes where a value of type `actual` cannot stand for `expected`.
 

@@ -164,3 +164,14 @@ def test_mismatches_let_a_value_without_gradient_stand_for_varying() -> None:
     assert mismatches(zeros, Spmd(tp=S(0))) == [("tp", R, S(0))]  # a whole tensor is no shard
     assert mismatches(Spmd(tp=R), Spmd(tp=V)) == [("tp", R, V)]  # with a gradient it matters
     assert mismatches(Spmd(tp=V, nograd=True), Spmd(tp=R)) == [("tp", V, R)]
+
+
+def test_hidden_obligations_on_axes_the_annotation_does_not_name() -> None:
+    from spmd_mypy.vocab.spec import hidden_obligations
+
+    assert hidden_obligations(Spmd(dp=P, tp=R), Spmd(tp=R)) == [("dp", P)]
+    assert hidden_obligations(Spmd(dp=I, tp=R), Spmd(tp=R)) == [("dp", I)]
+    assert hidden_obligations(Spmd(dp=I, tp=R, nograd=True), Spmd(tp=R)) == []
+    assert hidden_obligations(Spmd(dp=V, ep=R, sp=S(0)), Spmd(tp=R)) == []
+    assert hidden_obligations(Spmd(dp=P), Spmd(dp=P)) == []  # named: mismatches decides
+    assert hidden_obligations(Spmd(dp=P), Spmd(spec=PartitionSpec(None))) == []
