@@ -24,7 +24,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, ops, reading, relation
+from . import _mypy, comms, config, declared, global_mode, ops, reading, relation
 from .guard import guarded, nothing
 from .annotations import mentions_spmd
 
@@ -62,7 +62,7 @@ def _function_hook(fullname: str) -> Optional[Hook]:
     for prefix, namespace in _FUNCTION_PREFIXES:
         if fullname.startswith(prefix):
             name = fullname[len(prefix):]
-            return ops.op_hook(name, namespace, receiver=False) if "." not in name else None
+            return ops.op_hook(name, namespace, False, global_mode.refine_op) if "." not in name else None
     if fullname.startswith(_DISTRIBUTED_PREFIX):
         return comms.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
     return None
@@ -71,7 +71,7 @@ def _function_hook(fullname: str) -> Optional[Hook]:
 def _method_hook(fullname: str) -> Optional[Hook]:
     for prefix in (_CARRIER_PREFIX, _PLAIN_TENSOR_PREFIX):  # a plain receiver may get a
         if fullname.startswith(prefix):  # typed argument, or give an unknown result
-            return ops.op_hook(fullname[len(prefix):], "tensor", receiver=True)
+            return ops.op_hook(fullname[len(prefix):], "tensor", True, global_mode.refine_op)
     if fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
         return relation.module_call_hook
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
@@ -83,14 +83,18 @@ def _signature_hook(fullname: str) -> Optional[Hook]:
     if fullname.startswith(tuple(p for p, _ in _FUNCTION_PREFIXES)):
         return relation.torch_signature_hook
     if not fullname.startswith(_LIBRARY_PREFIXES):
-        return relation.signature_hook(fullname.rsplit(".", 1)[-1])
+        return global_mode.exact_arguments(relation.signature_hook(fullname.rsplit(".", 1)[-1]))
     return None
 
 
 def _attribute_hook(fullname: str) -> Optional[Hook]:
     for prefix in (_CARRIER_PREFIX, _TENSOR_BASE_PREFIX):  # keyed by the defining class
         if fullname.startswith(prefix):
-            return ops.attribute_hook(fullname[len(prefix):])
+            name = fullname[len(prefix):]
+            hook = ops.attribute_hook(name)
+            if hook is not None and name in ("T", "mT"):
+                return global_mode.transposed_attribute(name, hook)
+            return hook
     return None
 
 
@@ -119,13 +123,43 @@ class SpmdPlugin(_mypy.Plugin):
             lambda ctx: reading.analyze_tensor(ctx, settings), _mypy.plain_tensor_in_analyzer
         )
         self._module_class_hook: Hook = guarded(_mypy.make_class_attributes_descriptors, nothing)
-        self._functions = _Memo(_function_hook, {**comms.HOOKS, **declared.HOOKS})
+        declared_hooks = {
+            name: global_mode.exact_declared(hook, what)
+            for (name, hook), what in zip(declared.HOOKS.items(), ("Returned value", "Assigned value"))
+        }
+        self._functions = _Memo(_function_hook, {**comms.HOOKS, **declared_hooks, **global_mode.HOOKS})
         self._methods = _Memo(_method_hook)
         self._signatures = _Memo(_signature_hook)
         self._attributes = _Memo(_attribute_hook)
+        self._aliases: Dict[str, Optional[Hook]] = {}
 
     def get_type_analyze_hook(self, fullname: str) -> Optional[Hook]:
-        return self._tensor_hook if fullname == _mypy.TENSOR else None
+        if fullname == _mypy.TENSOR:
+            return self._tensor_hook
+        hook = self._aliases.get(fullname, self._aliases)
+        if hook is not self._aliases:
+            return hook  # type: ignore[return-value]
+        # An alias of an annotated tensor used in another module: its uses are
+        # where a re-parsed module gets its returns routed (reading.py).
+        if not mentions_spmd(_mypy.module_path(self, fullname.rpartition(".")[0])):
+            self._aliases[fullname] = None  # torch, typeshed, code without spmd
+            return None
+        try:
+            known = _mypy.alias_holding_carrier(self, fullname)
+        except Exception:  # the plugin never takes mypy down
+            known = False
+        if known is None:
+            return None  # not analysed yet: ask again next time
+        hook = self._alias_hook(fullname) if known else None
+        self._aliases[fullname] = hook
+        return hook
+
+    def _alias_hook(self, fullname: str) -> Hook:
+        def hook(ctx: Any) -> Any:
+            reading.route_values(ctx)
+            return _mypy.alias_reference(self, ctx, fullname)
+
+        return hook
 
     def get_function_hook(self, fullname: str) -> Optional[Hook]:
         return self._functions(fullname)

@@ -24,10 +24,13 @@ from mypy.nodes import (
     ClassDef,
     Context,
     Decorator,
+    EllipsisExpr,
     Expression,
     ExpressionStmt,
+    FloatExpr,
     ForStmt,
     FuncDef,
+    GDEF,
     IfStmt,
     Import,
     ImportFrom,
@@ -45,8 +48,11 @@ from mypy.nodes import (
     MemberExpr,
     NameExpr,
     RefExpr,
+    SliceExpr,
     StrExpr,
+    SymbolTableNode,
     TupleExpr,
+    TypeAlias,
     TypeInfo,
     UnaryExpr,
     Var,
@@ -71,6 +77,7 @@ from mypy.types import (
     NoneType,
     TupleType,
     Type,
+    TypeAliasType,
     TypeOfAny,
     TypeType,
     UninhabitedType,
@@ -287,6 +294,60 @@ def int_value(expr: Expression) -> Optional[int]:
     if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
         return -expr.expr.value
     return None
+
+
+NOT_LITERAL: Any = object()  # literal_value of an expression that is not a literal
+
+
+def literal_value(expr: Expression, api: Any = None) -> Any:
+    """The Python value of a literal argument (ints, floats, strings, True/False/None,
+    tuples and lists of them, slices, ...); NOT_LITERAL otherwise.  With `api`, an
+    index that is not literal reads as "int" (an int value) or "slice" (a slice)."""
+    if isinstance(expr, IntExpr) or isinstance(expr, FloatExpr) or isinstance(expr, StrExpr):
+        return expr.value
+    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, (IntExpr, FloatExpr)):
+        return -expr.expr.value
+    if isinstance(expr, NameExpr) and expr.fullname in _CONSTANTS:
+        return _CONSTANTS[expr.fullname]
+    if isinstance(expr, EllipsisExpr):
+        return Ellipsis
+    if isinstance(expr, (TupleExpr, ListExpr)):
+        items = [literal_value(e, api) for e in expr.items]
+        return NOT_LITERAL if any(i is NOT_LITERAL for i in items) else tuple(items)
+    if isinstance(expr, SliceExpr):
+        parts = [None if e is None else literal_value(e) for e in (expr.begin_index, expr.end_index, expr.stride)]
+        if any(x is NOT_LITERAL for x in parts):
+            return "slice" if api is not None else NOT_LITERAL
+        return slice(*parts)
+    if api is not None:
+        p = get_proper_type(api.get_expression_type(expr))
+        if isinstance(p, Instance) and p.type.fullname == "builtins.int":
+            return "int"
+    return NOT_LITERAL
+
+
+_CONSTANTS = {"builtins.True": True, "builtins.False": False, "builtins.None": None}
+
+
+def callable_of(typ: Optional[Type]) -> Optional[CallableType]:
+    """The callable a type is (a function's type), else None."""
+    p = get_proper_type(typ) if typ is not None else None
+    return p if isinstance(p, CallableType) else None
+
+
+def with_signature(sig: CallableType, arg_types: List[Type], ret_type: Type) -> CallableType:
+    return sig.copy_modified(arg_types=arg_types, ret_type=ret_type)
+
+
+def tuple_items(typ: Type) -> Optional[List[Type]]:
+    """The items of a tuple type, else None."""
+    p = get_proper_type(typ)
+    return list(p.items) if isinstance(p, TupleType) else None
+
+
+def with_tuple_items(typ: Type, items: List[Type]) -> Type:
+    p = get_proper_type(typ)
+    return p.copy_modified(items=items) if isinstance(p, TupleType) else typ
 
 
 def call_parts(expr: Expression) -> Optional[Tuple[Optional[str], List[Expression], List[Tuple[str, Expression]]]]:
@@ -568,16 +629,19 @@ def _wrap(expr: Expression, callee: str) -> Expression:
     return call
 
 
-def _route_block(stmts: List[Statement], wrap_returns: bool) -> bool:
-    changed = False
+def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool) -> None:
+    """Wrap the returns (if `wrap_returns`) and, inside functions, the annotated
+    assignments of `stmts`; recurse into nested statements and definitions.
+    Module-level assignments are left to mypy: the module's top level may be
+    analysed before any hook could rewrite it (see route_in_analyzer)."""
     for stmt in stmts:
         if isinstance(stmt, ReturnStmt):
             if wrap_returns and stmt.expr is not None:
                 stmt.expr = _wrap(stmt.expr, RETURNED)
-                changed = True
         elif isinstance(stmt, AssignmentStmt):
             if (
-                len(stmt.lvalues) == 1
+                in_function
+                and len(stmt.lvalues) == 1
                 and isinstance(stmt.lvalues[0], NameExpr)
                 and stmt.unanalyzed_type is not None
                 and not stmt.is_final_def
@@ -585,32 +649,32 @@ def _route_block(stmts: List[Statement], wrap_returns: bool) -> bool:
                 and type(stmt.rvalue).__name__ != "TempNode"  # `y: T` without a value
             ):
                 stmt.rvalue = _wrap(stmt.rvalue, ASSIGNED)
-                changed = True
         elif isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
-            changed |= _route_function(stmt)
+            _route_function(stmt)
         elif isinstance(stmt, ClassDef):
             for inner in stmt.defs.body:  # class-body assignments are attributes
                 if isinstance(inner, (FuncDef, Decorator, OverloadedFuncDef, ClassDef)):
-                    changed |= _route_block([inner], False)
+                    _route_block([inner], False, False)
         else:
             for block in _sub_blocks(stmt):
-                changed |= _route_block(block.body, wrap_returns)
-    return changed
+                _route_block(block.body, wrap_returns, in_function)
 
 
-def _route_function(node: Statement) -> bool:
+def _route_function(node: Statement) -> None:
     if isinstance(node, OverloadedFuncDef):
         parts: List[Statement] = list(node.items)
         if node.impl is not None:
             parts.append(node.impl)
-        return any([_route_function(p) for p in parts])
+        for part in parts:
+            _route_function(part)
+        return
     func = node.func if isinstance(node, Decorator) else node
     if not isinstance(func, FuncDef):
-        return False
+        return
     sig = func.unanalyzed_type
     ret = sig.ret_type if isinstance(sig, CallableType) else None
     wrap = _may_hold_tensor(ret) and not func.is_generator and not func.is_coroutine
-    return _route_block(func.body.body, wrap)
+    _route_block(func.body.body, wrap, True)
 
 
 def _sub_blocks(stmt: Statement) -> List[Block]:
@@ -653,7 +717,33 @@ def route_declared_values(tree: Any) -> None:
         imp.is_top_level = True
         tree.defs.insert(at, imp)
         tree.imports.append(imp)
-    _route_block(tree.defs, False)
+    _route_block(tree.defs, False, False)
+
+
+def route_in_analyzer(ctx: AnalyzeTypeContext) -> None:
+    """The same rewrite, from a type-analyze hook during semantic analysis.
+
+    mypy parses a cached module that turned stale (a dependency's interface
+    changed) without calling get_additional_deps, so this is the only
+    chance there.  Only code whose body is not analysed yet is rewritten:
+    every function during the module's top-level pass (function bodies are
+    analysed after it), else the function whose signature is being analysed.
+    The stub module is bound in the module's names, as the import would."""
+    sem = getattr(ctx.api, "api", None)
+    tree = getattr(sem, "cur_mod_node", None)
+    if sem is None or not isinstance(tree, MypyFile) or tree.is_stub:
+        return
+    if _PHANTOM_ALIAS not in tree.names:
+        phantom = sem.modules.get(PHANTOM_MODULE)
+        if phantom is None:
+            return
+        tree.names[_PHANTOM_ALIAS] = SymbolTableNode(GDEF, phantom, module_public=False)
+    if not sem.recurse_into_functions:
+        _route_block(tree.defs, False, False)
+        return
+    stmt = sem.statement
+    if isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
+        _route_function(stmt)
 
 
 def type_context(api: Any) -> Optional[Type]:
@@ -730,3 +820,66 @@ def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
             out += sub
         return out
     return [] if is_subtype(g, w) else None
+
+
+def alias_holding_carrier(plugin: Any, fullname: str) -> Optional[bool]:
+    """Is `fullname` a non-generic type alias of a type that holds a carrier
+    (`Act = Annotated[Tensor, Spmd(tp=V)]`)?  None: not known yet (its module
+    is not analysed, or its target is not ready)."""
+    try:
+        sym = plugin.lookup_fully_qualified(fullname)
+    except Exception:
+        return None
+    node = getattr(sym, "node", None)
+    if node is None:
+        return None
+    if not isinstance(node, TypeAlias) or node.alias_tvars:
+        return False
+    return _holds_carrier(node.target, 4) or None
+
+
+def _holds_carrier(typ: Type, depth: int) -> bool:
+    """A carrier at the top, in a Union/tuple item or a type argument (bounded:
+    aliases may be recursive)."""
+    if depth < 0:
+        return False
+    p = get_proper_type(typ)
+    if carried(p) is not None:
+        return True
+    if isinstance(p, (UnionType, TupleType)):
+        return any(_holds_carrier(t, depth - 1) for t in p.items)
+    if isinstance(p, Instance):
+        return any(_holds_carrier(t, depth - 1) for t in p.args)
+    return False
+
+
+def module_path(plugin: Any, module: str) -> Optional[str]:
+    modules = getattr(plugin, "_modules", None) or {}
+    tree = modules.get(module)
+    return getattr(tree, "path", None)
+
+
+def alias_reference(plugin: Any, ctx: AnalyzeTypeContext, fullname: str) -> Type:
+    """What mypy makes of a bare reference to a non-generic alias."""
+    sym = plugin.lookup_fully_qualified(fullname)
+    node = sym.node
+    assert isinstance(node, TypeAlias)
+    return TypeAliasType(node, [], line=ctx.context.line, column=ctx.context.column)
+
+
+def list_display_element(expr: Expression, declared: Type) -> Optional[Tuple[List[Expression], Type]]:
+    """For `[a, b]` returned or assigned where a list of tensors is declared:
+    the items and the declared element type (their join would lose types)."""
+    p = get_proper_type(declared)
+    if isinstance(p, UnionType):
+        found = [list_display_element(expr, t) for t in p.items]
+        found = [f for f in found if f is not None]
+        return found[0] if len(found) == 1 else None
+    if (
+        isinstance(expr, ListExpr)
+        and isinstance(p, Instance)
+        and len(p.args) == 1
+        and has_tensor_deep(p.args[0])
+    ):
+        return list(expr.items), p.args[0]
+    return None

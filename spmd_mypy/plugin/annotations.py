@@ -306,3 +306,103 @@ def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:
     except SpecError as e:
         raise AnnotationError(str(e), line) from None
 
+
+
+# -- global and local code: @global_spmd functions and local_map'd functions --------
+
+# One scope: (first line, last line, axes or None).  axes None marks a function
+# handed to local_map (local code again); a tuple marks @global_spmd code, the
+# empty tuple meaning every mesh axis.
+Scope = Tuple[int, int, Optional[Tuple[str, ...]]]
+_SCOPES: Dict[str, Tuple[Tuple[int, int], Tuple[Scope, ...]]] = {}
+
+
+def _callee_name(node: ast.expr) -> str:
+    """The last name of a decorator or callee: `spmd.global_spmd(...)` -> global_spmd."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _axes_literal(call: ast.expr) -> Tuple[str, ...]:
+    """axes=... of @global_spmd(axes=...): a name or a tuple of names (else every axis)."""
+    if not isinstance(call, ast.Call):
+        return ()
+    for kw in call.keywords:
+        if kw.arg == "axes":
+            v = kw.value
+            if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                return (v.value,)
+            if isinstance(v, (ast.Tuple, ast.List)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts
+            ):
+                return tuple(e.value for e in v.elts)  # type: ignore[attr-defined]
+    return ()
+
+
+def _collect_scopes(tree: ast.AST) -> Tuple[Scope, ...]:
+    defs: Dict[str, list] = {}  # function name -> its (first, last) lines
+    mapped: set = set()  # names passed to local_map(fn, ...)
+    out: list = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            span = (first, node.end_lineno or node.lineno)
+            defs.setdefault(node.name, []).append(span)
+            for dec in node.decorator_list:
+                name = _callee_name(dec)
+                if name == "global_spmd":
+                    out.append((span[0], span[1], _axes_literal(dec)))
+                elif name == "local_map":
+                    out.append((span[0], span[1], None))
+        elif isinstance(node, ast.Call) and _callee_name(node.func) == "local_map":
+            if node.args and isinstance(node.args[0], ast.Name):
+                mapped.add(node.args[0].id)
+    for name in mapped:
+        for first, last in defs.get(name, ()):
+            out.append((first, last, None))
+    return tuple(out)
+
+
+def scopes_for(path: Optional[str]) -> Tuple[Scope, ...]:
+    """The global and local_map scopes of a file (cached by mtime and size)."""
+    if not path or not path.endswith((".py", ".pyi")) or any(s in path for s in _SKIP):
+        return ()
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _SCOPES.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    scopes: Tuple[Scope, ...] = ()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        data = b""
+    if b"global_spmd" in data:
+        try:
+            tree = _parse(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            tree = None
+        if tree is not None:
+            scopes = _collect_scopes(tree)
+    _SCOPES[path] = (key, scopes)
+    return scopes
+
+
+def global_axes_at(path: Optional[str], line: int) -> Optional[Tuple[str, ...]]:
+    """The global axes of the code at `line` (() = every axis), None in local code.
+
+    The innermost enclosing scope decides: a function handed to local_map is
+    local even when it is nested in a global one."""
+    best: Optional[Scope] = None
+    for scope in scopes_for(path):
+        first, last, _ = scope
+        if first <= line <= last and (best is None or first >= best[0] and last <= best[1]):
+            best = scope
+    return None if best is None else best[2]

@@ -47,14 +47,26 @@ def _kind(t: AxisType) -> str:
     return "V" if isinstance(t, Shard) else t.letter
 
 
-def collective_hook(op: str) -> Callable[[Any], _mypy.Type]:
-    return guarded(lambda ctx: _collective(ctx, op), default_return)
+# Global mode (global_mode.py): `refine` types a collective on a spec
+# (None: per-axis rules; (type,) its result, None inside: unknown);
+# `spec_form` types redistribute(x, src=Spmd(...), dst=Spmd(...)).
+Refine = Callable[..., Optional[Tuple[Optional[Spmd]]]]
 
 
-def _collective(ctx: Any, op: str) -> _mypy.Type:
+def collective_hook(
+    op: str, refine: Optional[Refine] = None, spec_form: Optional[Callable[[Any], _mypy.Type]] = None
+) -> Callable[[Any], _mypy.Type]:
+    return guarded(lambda ctx: _collective(ctx, op, refine, spec_form), default_return)
+
+
+def _collective(
+    ctx: Any, op: str, refine: Optional[Refine] = None, spec_form: Optional[Callable[[Any], _mypy.Type]] = None
+) -> _mypy.Type:
     default = ctx.default_return_type
     x, axis_arg = _one(ctx, "x"), _one(ctx, "axis")
     src_arg, dst_arg, expert_arg = _one(ctx, "src"), _one(ctx, "dst"), _one(ctx, "expert_mode")
+    if spec_form is not None and x is not None and axis_arg is None:
+        return spec_form(ctx)
     if x is None or axis_arg is None or dst_arg is None:
         return default
     axis: Union[str, Tuple[str, ...], None] = _mypy.str_value(axis_arg[0]) or _mypy.str_tuple(axis_arg[0])
@@ -68,6 +80,11 @@ def _collective(ctx: Any, op: str) -> _mypy.Type:
     except CollectiveError as e:
         ctx.api.fail(str(e), ctx.context, code=SPMD_COLLECTIVE)
         return default
+    refined = refine(ctx, op, x, axis, src, dst, expert) if refine is not None else None
+    if refined is not None:
+        typed = refined[0]
+        new = carrier(ctx.api, typed) if typed is not None else _mypy.unknown_carrier(ctx.api)
+        return _mypy.replace_tensors(default, new)
     axes = axis if isinstance(axis, tuple) else (axis,)
     actual = spmd_of(x[1])
     name = _mypy.expr_text(x[0])

@@ -30,13 +30,21 @@ def _check(ctx: Any, declared: Any, what: str, code: _mypy.ErrorCode) -> _mypy.T
     if not ctx.args or not ctx.args[0] or declared is None:
         return ctx.default_return_type
     expr, got = ctx.args[0][0], ctx.arg_types[0][0]
-    pairs = _mypy.tensor_pairs(got, declared) if _mypy.has_tensor_deep(declared) else None
-    if not pairs:
+    if not _mypy.has_tensor_deep(declared):
         return _mypy.recheck(ctx.api, expr, declared)
-    for got_t, want_t in pairs:
-        got_s, want_s = spmd_of(got_t), spmd_of(want_t)
-        if got_s is not None and want_s is not None:
-            report_arg(ctx.api, expr, got_s, want_s, what, code)
+    display = _mypy.list_display_element(expr, declared)
+    if display is not None:  # [a, b]: each item on its own (their join loses types)
+        items, element = display
+        found = [(item, _mypy.tensor_pairs(_mypy.expression_type(ctx.api, item), element)) for item in items]
+    else:
+        found = [(expr, _mypy.tensor_pairs(got, declared))]
+    if any(pairs is None for _, pairs in found) or not any(pairs for _, pairs in found):
+        return _mypy.recheck(ctx.api, expr, declared)
+    for where, pairs in found:
+        for got_t, want_t in pairs or ():
+            got_s, want_s = spmd_of(got_t), spmd_of(want_t)
+            if got_s is not None and want_s is not None:
+                report_arg(ctx.api, where, got_s, want_s, what, code)
     return declared
 
 

@@ -14,6 +14,9 @@ SPMD_ARG = error_code("spmd-arg", "Argument whose SPMD type does not fit the par
 SPMD_RETURN = error_code("spmd-return", "Returned value whose SPMD type does not fit the declared one")
 SPMD_ASSIGN = error_code("spmd-assign", "Assigned value whose SPMD type does not fit the annotation")
 SPMD_BACKWARD = error_code("spmd-backward", "backward() on a loss that is not I or P on every axis")
+SPMD_GLOBAL = error_code(
+    "spmd-global", "Global SPMD rule violated (shard propagation, spec collective or redistribute)"
+)
 SPMD_INPLACE = error_code("spmd-inplace", "In-place op that would change a tensor's SPMD type")
 
 ALL = (
@@ -25,4 +28,5 @@ ALL = (
     SPMD_ASSIGN,
     SPMD_BACKWARD,
     SPMD_INPLACE,
+    SPMD_GLOBAL,
 )

@@ -137,11 +137,20 @@ def _affine_roles(ctx: Any, name: str, receiver: bool) -> Optional[Tuple[List[Op
 _MAX_ALTERNATIVES = 16
 
 
-def infer(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Optional[Spmd]:
+def infer(
+    ctx: Any,
+    name: str,
+    cls: str,
+    namespace: str,
+    receiver: bool,
+    project: Optional[Callable[[Spmd], Spmd]] = None,
+) -> Optional[Spmd]:
     """The result's SPMD type (None: unknown), reporting rule violations.
 
     An operand whose type is a Union (a value from two branches) is checked
     for each alternative; the result is typed only if all alternatives agree.
+    `project` maps every operand's type first (global mode: keep the axes
+    that stay local).
     """
     roles = _affine_roles(ctx, name, receiver) if name in AFFINE else None
     if roles is not None:
@@ -151,6 +160,8 @@ def infer(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Opti
         cls, n_product = "affine", len(product)
     else:
         options, n_product = _operands(ctx, name, receiver), 0
+    if project is not None:
+        options = [(t, [project(o) if isinstance(o, Spmd) else o for o in c]) for t, c in options]
     # The same name written twice (h + h) is one value: it takes one alternative.
     keys = list(dict.fromkeys(text for text, c in options if len(c) > 1))
     choices = {text: c for text, c in options if len(c) > 1}
@@ -259,7 +270,14 @@ def _has_typed_operand(ctx: Any, receiver: bool) -> bool:
     return any(_mypy.carried(t) is not None for _, _, t in _mypy.call_args(ctx))
 
 
-def op_hook(name: str, namespace: str, receiver: bool) -> Callable[[Any], _mypy.Type]:
+# Global mode (global_mode.refine_op): None leaves the op to the local rules,
+# (type,) is the result it typed (None inside: unknown).
+Refine = Callable[[Any, str, str, str, bool], Optional[Tuple[Optional[Spmd]]]]
+
+
+def op_hook(
+    name: str, namespace: str, receiver: bool, refine: Optional[Refine] = None
+) -> Callable[[Any], _mypy.Type]:
     """The hook for one op name (built once per fullname, cached by the plugin)."""
     if receiver and name == "backward":
         return guarded(_backward, default_return)
@@ -281,6 +299,9 @@ def op_hook(name: str, namespace: str, receiver: bool) -> Callable[[Any], _mypy.
         default = ctx.default_return_type
         if not _mypy.has_tensor(default) and not _mypy.is_any(default):
             return default  # size(), item(), dim(): not a tensor op
+        refined = refine(ctx, name, cls, namespace, receiver) if refine is not None else None
+        if refined is not None:
+            return _typed(ctx, refined[0], True)
         spmd = infer(ctx, name, cls, namespace, receiver)
         _check_out(ctx, name, namespace, spmd)
         return _typed(ctx, spmd, _has_typed_operand(ctx, receiver))

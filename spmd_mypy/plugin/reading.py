@@ -15,9 +15,14 @@ from __future__ import annotations
 
 from ..vocab.spec import Spmd
 from . import _mypy
-from .annotations import AnnotationError, decode, index_for
+from .annotations import AnnotationError, decode, index_for, mentions_spmd
 from .config import Settings
 from .errors import SPMD_ANNOTATION
+from .guard import guarded, nothing
+
+# Returns and annotated assignments of a module mypy re-parsed without
+# get_additional_deps are rewritten here (_mypy.route_in_analyzer).
+route_values = guarded(_mypy.route_in_analyzer, nothing)
 
 
 def _check_axes(spmd: Spmd, settings: Settings) -> None:
@@ -42,8 +47,11 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
 
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
+    path = _mypy.analyzer_path(ctx)
+    if mentions_spmd(path):
+        route_values(ctx)
     plain = _mypy.plain_tensor_in_analyzer(ctx)
-    meta = index_for(_mypy.analyzer_path(ctx)).get(_mypy.type_position(ctx))
+    meta = index_for(path).get(_mypy.type_position(ctx))
     if meta is None:
         return plain
     try:

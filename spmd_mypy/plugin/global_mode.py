@@ -1,0 +1,580 @@
+"""Global SPMD in the checker: partition specs propagated through global code.
+
+Code is global inside a function (or class) decorated `@spmd.global_spmd`
+(every mesh axis) or `@spmd.global_spmd(axes=("tp",))` (those axes; the
+others keep the local rules), nested functions included, except a function
+handed to `spmd.local_map` (local code again).  annotations.global_axes_at
+finds the scope of a call from its line.
+
+In global code:
+  * an op with a row in vocab/factors.py is typed by `factors.propagate` from
+    the operands' GlobalTypes (their spec-form carriers) and the call's literal
+    arguments; each FactorError is an spmd-global error with its fix.  The
+    factor rules include the local per-axis rules (global refines local).
+    Axes outside `axes=` are typed by the local rules (ops.infer on those axes
+    only) and join the result as keywords (an S(i) there reads as V).
+  * an operand whose type has no spec (per-axis form: its rank is unknown),
+    or a Union, leaves the whole op to the local rules.
+  * an op without a factor row: if an operand is sharded on a global axis,
+    spmd-global (the op may touch that dim and no rule says how); otherwise
+    the local rules check it and the result is unknown (SpmdTensor[Any]).
+    Non-literal arguments that a rule needs (view(b, s, h)) are treated the
+    same way: an error on a sharded operand, else an unknown result.
+  * typed collectives on global axes act on the spec (vocab/spec_collectives).
+  * arguments of annotated functions, local_map'd callables, returns and
+    annotated assignments whose declared type is in the spec form must match
+    the spec exactly (per axis, S(i) and V are alike; here the dim counts).
+
+In both modes: spmd.matmul/einsum/linear/sum/mean(..., out_partial_axes=...),
+the spec-level spmd.redistribute(x, src=Spmd(...), dst=Spmd(...)) and
+spmd.local_map(fn, in_types=..., out_types=...).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from ..vocab.collectives import PUBLIC_OPS
+from ..vocab.factors import FactorError, has_rule, propagate
+from ..vocab.globaltype import GlobalType
+from ..vocab.localtype import P, Shard, V, AxisType
+from ..vocab.opclasses import REFLECTED, SCALAR, op_class
+from ..vocab.spec import SpecError, Spmd, mismatches
+from ..vocab.spec_collectives import apply_collective
+from . import _mypy, comms, ops
+from .annotations import AnnotationError, Meta, decode, global_axes_at
+from .carrier import carrier, spmd_of
+from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
+from .guard import default_return, guarded
+
+GLOBAL_OPS = "spmd_mypy.runtime.global_ops."
+
+Typed = Optional[Tuple[Optional[Spmd]]]  # None: not handled here; (type or None,)
+
+
+class Scope(NamedTuple):
+    axes: Tuple[str, ...]  # () = every mesh axis
+
+    def has(self, axis: str) -> bool:
+        return not self.axes or axis in self.axes
+
+
+def scope_of(ctx: Any) -> Optional[Scope]:
+    """The global scope of the call being checked; None in local code."""
+    line = getattr(ctx.context, "line", -1)
+    axes = global_axes_at(_mypy.checker_path(ctx.api), line)
+    return None if axes is None else Scope(axes)
+
+
+# -- types ----------------------------------------------------------------------
+
+
+def to_global(spmd: Spmd, scope: Scope) -> Optional[GlobalType]:
+    """The global type of a spec-form value on the scope's axes (None: no spec)."""
+    if spmd.spec is None:
+        return None
+    entries = [tuple(a for a in d if scope.has(a)) or None for d in spmd.spec.dims]
+    partial = [a for a, t in spmd.axes.items() if t is P and scope.has(a)]
+    local = {a: t for a, t in spmd.axes.items() if not isinstance(t, Shard) and t is not P and scope.has(a)}
+    return GlobalType(entries, partial, local=local, nograd=spmd.nograd)
+
+
+def _local_only(scope: Scope, names: Sequence[str] = ()) -> Callable[[Spmd], Spmd]:
+    """Project a type on the axes that stay local (`names`: every such axis an operand
+    names; a spec-form operand is R on those it does not name)."""
+
+    def project(s: Spmd) -> Spmd:
+        axes: Dict[str, AxisType] = {}
+        for a in set(names) | {a for a in s.axes if not scope.has(a)}:
+            t = s.axis_type(a)
+            if t is not None:
+                axes[a] = V if isinstance(t, Shard) else t
+        return Spmd.of(axes, None, s.nograd)
+
+    return project
+
+
+def _has_local_axes(spmds: Sequence[Spmd], scope: Scope) -> bool:
+    return bool(scope.axes) and any(not scope.has(a) for s in spmds for a in s.axes)
+
+
+def merge(g: GlobalType, local: Optional[Spmd], scope: Scope, out_partial: Sequence[str] = ()) -> Spmd:
+    """The Spmd of a global result plus the types of the axes that stay local."""
+    gs = g.to_spmd()
+    spec = gs.spec
+    axes: Dict[str, AxisType] = {a: t for a, t in gs.axes.items() if spec is None or a not in spec.axes}
+    nograd = gs.nograd
+    if local is not None:
+        for a, t in local.axes.items():
+            if not scope.has(a):
+                axes[a] = V if isinstance(t, Shard) else t
+        nograd = nograd and local.nograd
+    for a in out_partial:
+        if not scope.has(a):
+            axes[a] = P
+    return Spmd.of(axes, spec, nograd)
+
+
+def _fail(ctx: Any, err: FactorError, code: _mypy.ErrorCode = SPMD_GLOBAL) -> None:
+    msg = err.message + (f". Hint: {err.fix}" if err.fix else "")
+    _mypy.fail(ctx.api, msg, ctx.context, code)
+
+
+# -- ops --------------------------------------------------------------------------
+
+# Parameters written as *args in torch's stubs: one int there is a one-item shape.
+_STAR = frozenset({"size", "shape", "dims"})
+
+
+def _params(ctx: Any, name: str) -> Tuple[Dict[str, object], bool]:
+    """(literal arguments by parameter name, whether some non-tensor argument is not literal)."""
+    params: Dict[str, object] = {}
+    missing = False
+    if name == "__getitem__":
+        args = _mypy.call_args(ctx)
+        if args:
+            index = _mypy.literal_value(args[0][1], ctx.api)
+            if index is _mypy.NOT_LITERAL:
+                return params, True
+            params["index"] = index
+        return params, False
+    for formal, exprs, types in _mypy.formal_groups(ctx):
+        if formal is None or not exprs or formal in ("out", "out_partial_axes", "dtype"):
+            continue
+        if any(_mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None for t in types):
+            continue
+        values = [_mypy.literal_value(e) for e in exprs]
+        if any(v is _mypy.NOT_LITERAL for v in values):
+            if not all(_mypy.element_types(t) for t in types):  # a list of tensors is an operand
+                missing = True
+            continue
+        value: object = values[0] if len(values) == 1 else tuple(values)
+        if formal in _STAR and len(values) == 1 and not isinstance(value, tuple):
+            value = (value,)
+        params[formal] = value
+    if name == "einsum" and "equation" not in params:
+        for _, expr, _t in _mypy.call_args(ctx):
+            eq = _mypy.str_value(expr)
+            if eq is not None:
+                params["equation"] = eq
+                break
+    return params, missing
+
+
+# Operators are propagated under the name of their function, so that messages and
+# fixes read `matmul`, `add` (operands are already in source order).
+_OPERATOR_NAMES = {
+    "matmul": "matmul", "add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
+    "neg": "neg", "pos": "positive", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le",
+    "gt": "gt", "ge": "ge", "pow": "pow",
+}
+
+
+def _factor_name(name: str) -> str:
+    if name.startswith("__") and name.endswith("__"):
+        core = name[2:-2]
+        if name in REFLECTED and core.startswith("r"):
+            core = core[1:]
+        plain = _OPERATOR_NAMES.get(core)
+        if plain is not None and has_rule(plain):
+            return plain
+    return name
+
+
+def refine_op(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Typed:
+    """ops.op_hook's global step: None leaves the op to the local rules."""
+    scope = scope_of(ctx)
+    if scope is None:
+        return None
+    return _global_op(ctx, name, cls, namespace, receiver, scope, ())
+
+
+def _global_op(
+    ctx: Any,
+    name: str,
+    cls: str,
+    namespace: str,
+    receiver: bool,
+    scope: Scope,
+    out_partial: Sequence[str],
+    factor_name: Optional[str] = None,
+) -> Typed:
+    options = ops._operands(ctx, name, receiver)
+    if not options or any(len(c) != 1 or c[0] is None for _, c in options):
+        return None  # a Union or a plain tensor: the local rules (unknown result)
+    spmds = [c[0] for _, c in options if isinstance(c[0], Spmd)]
+    if not spmds:
+        return None
+    operands: List[object] = []
+    for _, c in options:
+        o = c[0]
+        if isinstance(o, Spmd):
+            g = to_global(o, scope)
+            if g is None:
+                return None  # per-axis form: rank unknown, local rules
+            operands.append(g)
+        else:
+            operands.append(SCALAR if o is SCALAR else o)
+    names = [text for text, _ in options]
+    fname = factor_name or _factor_name(name)
+    sharded = [(n, g) for n, g in zip(names, operands) if isinstance(g, GlobalType) and g.spec.axes]
+    params, missing = _params(ctx, fname)
+    if not has_rule(fname) or (missing and sharded):
+        if sharded:
+            n, g = sharded[0]
+            why = (
+                "has no global shard-propagation rule"
+                if not has_rule(fname)
+                else "has arguments that are not literals, so its rule cannot be checked"
+            )
+            _mypy.fail(
+                ctx.api,
+                f"{ops._display(name, namespace)} {why}, and {n}: {g} is sharded on "
+                f"{', '.join(repr(a) for a in g.spec.axes)}; no rule says whether the op mixes "
+                f"elements across shards. Hint: gather it first, or run the op in local code "
+                f"(spmd.local_map)",
+                ctx.context,
+                SPMD_GLOBAL,
+            )
+            return (None,)
+        ops.infer(ctx, name, cls, namespace, receiver)  # the local rules still hold
+        return (None,)
+    global_partial = [a for a in out_partial if scope.has(a)]
+    try:
+        g = propagate(fname, operands, params, global_partial, names=names)
+    except FactorError as err:
+        if err.code == "bad-param" and missing:
+            return (None,)
+        _fail(ctx, err)
+        return (None,)
+    except SpecError:
+        return (None,)
+    local: Optional[Spmd] = None
+    if _has_local_axes(spmds, scope) or any(not scope.has(a) for a in out_partial):
+        names_local = sorted({a for o in spmds for a in o.axes if not scope.has(a)})
+        local = ops.infer(ctx, name, cls, namespace, receiver, project=_local_only(scope, names_local))
+        _check_local_partial(ctx, name, local, [a for a in out_partial if not scope.has(a)])
+    return (merge(g, local, scope, out_partial),)
+
+
+# -- spmd.matmul / einsum / linear / sum / mean with out_partial_axes -------------------
+
+_PARTIAL_OPS = {"matmul": "torch", "einsum": "torch", "linear": "functional", "sum": "torch", "mean": "torch"}
+
+
+def _out_partial(ctx: Any) -> Optional[Tuple[str, ...]]:
+    got = comms._one(ctx, "out_partial_axes")
+    if got is None:
+        return ()
+    one = _mypy.str_value(got[0])
+    if one is not None:
+        return (one,)
+    value = _mypy.literal_value(got[0])
+    if isinstance(value, tuple) and all(isinstance(a, str) for a in value):
+        return value
+    return None
+
+
+def _check_local_partial(ctx: Any, op: str, result: Optional[Spmd], axes: Sequence[str]) -> None:
+    for a in axes:
+        t = result.axis_type(a) if result is not None else None
+        if t is not None and not (t is V or isinstance(t, Shard)):
+            _mypy.fail(
+                ctx.api,
+                f"spmd.{op}(..., out_partial_axes) names {a!r}, where the local result is {t}: "
+                f"only a Varying result is a rank's share of a pending sum (a {t} value summed "
+                f"over {a!r} counts it once per rank). Hint: drop {a!r} from out_partial_axes",
+                ctx.context,
+                SPMD_OP,
+            )
+
+
+def _partial_op(ctx: Any, op: str) -> _mypy.Type:
+    namespace = _PARTIAL_OPS[op]
+    cls = op_class(op, namespace)
+    axes = _out_partial(ctx)
+    if axes is None:
+        return ops._typed(ctx, None, True)  # a computed out_partial_axes: unknown
+    scope = scope_of(ctx)
+    if scope is not None:
+        # spmd.mean with out_partial_axes divides by the axes' sizes: its factors are a sum's.
+        factor = "sum" if op == "mean" and axes else op
+        got = _global_op(ctx, op, cls, namespace, False, scope, axes, factor_name=factor)
+        if got is not None:
+            return ops._typed(ctx, got[0], True)
+    result = ops.infer(ctx, op, cls, namespace, False)
+    if result is None:
+        return ops._typed(ctx, None, ops._has_typed_operand(ctx, False))
+    _check_local_partial(ctx, op, result, axes)
+    merged = {a: t for a, t in result.axes.items()}
+    for a in axes:
+        merged[a] = P
+    return ops._typed(ctx, Spmd.of(merged, None, result.nograd, result.rest), True)
+
+
+# -- typed collectives on a spec ----------------------------------------------------------
+
+
+def refine_collective(
+    ctx: Any, op: str, x: Tuple[Any, Any], axis: Union[str, Tuple[str, ...]], src: AxisType, dst: AxisType, expert: bool
+) -> Typed:
+    scope = scope_of(ctx)
+    if scope is None:
+        return None
+    axes = (axis,) if isinstance(axis, str) else axis
+    if not all(scope.has(a) for a in axes):
+        return None
+    actual = spmd_of(x[1])
+    if actual is None:
+        return None
+    g = to_global(actual, scope)
+    if g is None:
+        return None
+    try:
+        out = apply_collective(g, op, axis, src, dst, name=_mypy.expr_text(x[0]), expert_mode=expert)
+    except FactorError as err:
+        _fail(ctx, err)
+        return (None,)
+    except SpecError:
+        return (None,)
+    keep = _local_only(scope)(actual)
+    return (merge(out, keep, scope),)
+
+
+# -- spmd.redistribute(x, src=Spmd(...), dst=Spmd(...)) -----------------------------------
+
+
+def decode_spmd(ctx: Any, expr: Any) -> Optional[Spmd]:
+    """The Spmd written as `Spmd(...)` in a call's argument (AnnotationError if malformed)."""
+    names: Dict[str, str] = {}
+    node = comms._to_ast(expr, names)
+    return decode(Meta((node,), ctx.context.line), names.get)
+
+
+def spec_mismatch(got: Spmd, want: Spmd, scope: Optional[Scope]) -> Optional[Tuple[GlobalType, GlobalType]]:
+    """(got, want) as global types when both are spec-form and differ on the compared
+    axes (every axis in local code, the scope's in global code); else None."""
+    if got.spec is None or want.spec is None:
+        return None
+    sc = scope or Scope(())
+    try:
+        g, w = to_global(got, sc), to_global(want, sc)
+    except SpecError:
+        return None
+    if g is None or w is None:
+        return None
+    if (g.spec, g.partial, dict(g.local)) == (w.spec, w.partial, dict(w.local)):
+        return None
+    return g, w
+
+
+def _spec_redistribute(ctx: Any) -> _mypy.Type:
+    default = ctx.default_return_type
+    x, src_arg, dst_arg = comms._one(ctx, "x"), comms._one(ctx, "src"), comms._one(ctx, "dst")
+    if x is None or src_arg is None or dst_arg is None:
+        return default
+    try:
+        src, dst = decode_spmd(ctx, src_arg[0]), decode_spmd(ctx, dst_arg[0])
+    except AnnotationError as e:
+        ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
+        return default
+    if src is None or dst is None:
+        return default
+    scope = scope_of(ctx)
+    code = SPMD_GLOBAL if scope is not None else SPMD_COLLECTIVE
+    name = _mypy.expr_text(x[0])
+    actual = spmd_of(x[1])
+    if actual is not None:
+        exact = spec_mismatch(actual, src, scope)
+        if exact is not None:
+            _mypy.fail(
+                ctx.api,
+                f"spmd.redistribute: src={exact[1]} does not match {name}: {exact[0]} (the spec "
+                f"says which dim each axis shards; the planner would cut the wrong dim). Hint: "
+                f"src={actual!r}",
+                ctx.context,
+                code,
+            )
+        else:
+            for a, got, want in mismatches(actual, src):
+                _mypy.fail(
+                    ctx.api,
+                    f"spmd.redistribute: src is {want} on axis {a!r}, but {name} is {got} there. "
+                    f"Hint: src={actual!r}",
+                    ctx.context,
+                    code,
+                )
+    return _mypy.replace_tensors(default, carrier(ctx.api, dst))
+
+
+# -- local_map -----------------------------------------------------------------------------
+
+
+def _types_arg(ctx: Any, formal: str) -> Tuple[bool, List[Optional[Spmd]], bool]:
+    """(given, the Spmd per item, whether it was a tuple) of in_types= / out_types=."""
+    got = comms._one(ctx, formal)
+    if got is None:
+        return False, [], False
+    items = _mypy.display_items(got[0])
+    exprs = items if items is not None else [got[0]]
+    out: List[Optional[Spmd]] = []
+    for e in exprs:
+        if _mypy.literal_value(e) is None:
+            out.append(None)
+        else:
+            out.append(decode_spmd(ctx, e))
+    return True, out, items is not None
+
+
+def _local_map(ctx: Any) -> _mypy.Type:
+    default = ctx.default_return_type
+    fn = comms._one(ctx, "fn")
+    sig = _mypy.callable_of(fn[1]) if fn is not None else None
+    if sig is None:
+        return default
+    try:
+        has_in, ins, _ = _types_arg(ctx, "in_types")
+        has_out, outs, out_tuple = _types_arg(ctx, "out_types")
+    except AnnotationError as e:
+        ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
+        return default
+    arg_types = list(sig.arg_types)
+    for i, t in enumerate(ins):
+        if t is not None and i < len(arg_types):
+            want = spmd_of(arg_types[i])
+            if want is not None:  # fn's parameter sees the local view of in_types
+                for a, g, w in mismatches(t, want):
+                    _mypy.fail(
+                        ctx.api,
+                        f"spmd.local_map: in_types[{i}] is {g} on axis {a!r}, but "
+                        f"{_mypy.expr_text(fn[0]) if fn else 'fn'}'s parameter {i + 1} is {w} there",
+                        ctx.context,
+                        SPMD_ARG,
+                    )
+            arg_types[i] = _mypy.replace_tensors(arg_types[i], carrier(ctx.api, t))
+    ret = sig.ret_type
+    if has_out:
+        items = _mypy.tuple_items(ret)
+        if out_tuple and items is not None and len(items) == len(outs):
+            ret = _mypy.with_tuple_items(
+                ret,
+                [
+                    _mypy.replace_tensors(it, carrier(ctx.api, o)) if o is not None else it
+                    for it, o in zip(items, outs)
+                ],
+            )
+        elif not out_tuple and outs and outs[0] is not None:
+            ret = _mypy.replace_tensors(ret, carrier(ctx.api, outs[0]))
+    del has_in
+    return _mypy.with_signature(sig, arg_types, ret)
+
+
+# -- exact specs at arguments, returns and assignments in global code ---------------------
+
+
+def exact_arguments(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Wrap a user-function signature hook: in global code, an argument whose declared
+    type is spec-form must match the spec exactly (the per-axis check lets S(i) stand
+    for S(j))."""
+
+    def hook(ctx: Any) -> Any:
+        guarded(_exact_arguments, lambda ctx: None)(ctx)
+        return inner(ctx)
+
+    return hook
+
+
+def _exact_arguments(ctx: Any) -> None:
+    sig = ctx.default_signature
+    scope = scope_of(ctx)
+    if scope is not None:
+        for i, formal in enumerate(sig.arg_types):
+            want = spmd_of(formal)
+            if want is None or want.spec is None or i >= len(ctx.args):
+                continue
+            for expr in ctx.args[i]:
+                got = spmd_of(_mypy.expression_type(ctx.api, expr))
+                if got is None or mismatches(got, want):
+                    continue
+                exact = spec_mismatch(got, want, scope)
+                if exact is not None:
+                    _mypy.fail(
+                        ctx.api,
+                        f"Argument {i + 1} is {exact[0]} where {exact[1]} is expected: in "
+                        f"global code the spec must match. Hint: "
+                        f"spmd.redistribute({_mypy.expr_text(expr)}, src={got!r}, dst={want!r})",
+                        expr,
+                        SPMD_GLOBAL,
+                    )
+
+
+def exact_declared(inner: Callable[[Any], Any], what: str) -> Callable[[Any], Any]:
+    """Wrap declared.py's return / assignment hook the same way."""
+
+    def hook(ctx: Any) -> Any:
+        declared = inner(ctx)
+        guarded(lambda c: _exact_declared(c, declared, what), lambda c: None)(ctx)
+        return declared
+
+    return hook
+
+
+def _exact_declared(ctx: Any, declared: Any, what: str) -> None:
+    scope = scope_of(ctx)
+    if scope is not None and ctx.arg_types and ctx.arg_types[0]:
+        got, want = spmd_of(ctx.arg_types[0][0]), spmd_of(declared)
+        if got is not None and want is not None and not mismatches(got, want):
+            exact = spec_mismatch(got, want, scope)
+            if exact is not None:
+                value = ctx.args[0][0] if ctx.args and ctx.args[0] else None
+                name = _mypy.expr_text(value) if value is not None else "x"
+                _mypy.fail(
+                    ctx.api,
+                    f"{what} is {exact[0]} where {exact[1]} is declared: in global code the spec "
+                    f"must match. Hint: spmd.redistribute({name}, src={got!r}, dst={want!r})",
+                    ctx.context,
+                    SPMD_GLOBAL,
+                )
+
+
+# -- x.T and x.mT ---------------------------------------------------------------------------
+
+_TRANSPOSED = {"T": ("t", {}), "mT": ("transpose", {"dim0": -2, "dim1": -1})}
+
+
+def transposed_attribute(name: str, inner: Callable[[Any], _mypy.Type]) -> Callable[[Any], _mypy.Type]:
+    """x.T / x.mT in global code move the spec's dims (locally they keep the type)."""
+    op, params = _TRANSPOSED[name]
+
+    def hook(ctx: Any) -> _mypy.Type:
+        scope = scope_of(ctx)
+        spmd = spmd_of(ctx.type)
+        if scope is None or spmd is None or ctx.is_lvalue:
+            return inner(ctx)
+        g = to_global(spmd, scope)
+        if g is None:
+            return inner(ctx)
+        base = getattr(ctx.context, "expr", None)
+        try:
+            out = propagate(op, [g], params, names=[_mypy.expr_text(base) if base is not None else "x"])
+        except FactorError as err:
+            _fail(ctx, err)
+            return _mypy.replace_tensors(ctx.default_attr_type, _mypy.unknown_carrier(ctx.api))
+        keep = _local_only(scope)(spmd)
+        return _mypy.replace_tensors(ctx.default_attr_type, carrier(ctx.api, merge(out, keep, scope)))
+
+    return guarded(hook, inner)
+
+
+# -- hooks by fullname ---------------------------------------------------------------------
+
+def _partial_op_hook(op: str) -> Callable[[Any], _mypy.Type]:
+    return guarded(lambda ctx: _partial_op(ctx, op), default_return)
+
+
+HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {GLOBAL_OPS + op: _partial_op_hook(op) for op in _PARTIAL_OPS}
+HOOKS[GLOBAL_OPS + "local_map"] = guarded(_local_map, default_return)
+for _op in sorted(PUBLIC_OPS):
+    HOOKS[comms.API + _op] = comms.collective_hook(
+        _op, refine_collective, guarded(_spec_redistribute, default_return) if _op == "redistribute" else None
+    )
