@@ -1,4 +1,7 @@
-"""Annotated examples train to the single-process result on simulated ranks."""
+"""Annotated examples: the checker accepts them, and tp_mlp.py trains on simulated ranks.
+
+(The other examples train on real gloo ranks: test_examples_gloo.py.)
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,20 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_mypy_examples_reports_no_errors() -> None:
+    """The README's main command, `mypy examples/` from the repository root, is clean."""
+    examples = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "examples/"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"Success: no issues found in {len(examples)} source files" in out.stdout, out.stdout
 
 
 def test_tensor_parallel_mlp_matches_single_process() -> None:
