@@ -775,6 +775,14 @@ def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
     g, w = get_proper_type(got), get_proper_type(want)
     if isinstance(g, (AnyType, UninhabitedType)):
         return []
+    if isinstance(g, UnionType) and is_tensor(w):  # a value from two branches
+        out_items: List[Tuple[Type, Type]] = []
+        for item in g.items:
+            sub = tensor_pairs(item, w)
+            if sub is None:
+                return None
+            out_items += sub
+        return out_items
     if is_tensor(w):
         return [(g, w)] if is_tensor(g) else None
     if isinstance(w, UnionType):
@@ -883,3 +891,8 @@ def list_display_element(expr: Expression, declared: Type) -> Optional[Tuple[Lis
     ):
         return list(expr.items), p.args[0]
     return None
+
+
+def union_of(types: List[Type]) -> Type:
+    """One type, or the Union of several (alternatives of a value from branches)."""
+    return types[0] if len(types) == 1 else UnionType(types)

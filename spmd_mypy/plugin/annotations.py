@@ -49,6 +49,7 @@ class Meta(NamedTuple):
     line: int
     in_class: bool = False  # the annotation of an attribute in a class body
     ambiguous: bool = False  # a string annotation holding several tensors
+    misplaced: bool = False  # a Tensor nested in a container Annotated with Spmd
 
 
 class AnnotationError(Exception):
@@ -70,12 +71,32 @@ def _is_annotated(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "Annotated"
 
 
+_RECORD_DECORATORS = frozenset({"dataclass", "define", "frozen", "attrs", "dataclass_transform"})
+_RECORD_BASES = frozenset({"NamedTuple", "TypedDict", "Protocol"})
+
+
+def _last_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _record_class(node: ast.ClassDef) -> bool:
+    """A dataclass, NamedTuple, TypedDict or Protocol: its annotated fields are
+    plain values, not module parameters (no SpmdAttr descriptor)."""
+    return any(_last_name(d) in _RECORD_DECORATORS for d in node.decorator_list) or any(
+        _last_name(b) in _RECORD_BASES for b in node.bases
+    )
+
+
 def _collect(tree: ast.AST, out: Dict[Pos, Meta], shift: Optional[Pos] = None) -> None:
     # ast.walk is breadth first: a class body's annotations are reached after
     # the ClassDef, so they are known to be class attributes when met.
     in_class: set = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and shift is None:
+        if isinstance(node, ast.ClassDef) and shift is None and not _record_class(node):
             for stmt in node.body:
                 if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                     in_class.add(id(stmt.annotation))
@@ -86,7 +107,14 @@ def _collect(tree: ast.AST, out: Dict[Pos, Meta], shift: Optional[Pos] = None) -
             first = elts[0]
             pos = shift if shift is not None else (first.lineno, first.col_offset)
             line = shift[0] if shift is not None else node.lineno
-            out.setdefault(pos, Meta(tuple(elts[1:]), line, id(node) in in_class))
+            meta = Meta(tuple(elts[1:]), line, id(node) in in_class)
+            out.setdefault(pos, meta)
+            if shift is None and isinstance(first, (ast.Subscript, ast.BinOp)):
+                # Annotated[list[Tensor], Spmd(...)]: the Spmd would be lost on
+                # the container; the Tensors inside report it (reading.py).
+                for inner in ast.walk(first):
+                    if isinstance(inner, (ast.Name, ast.Attribute)):
+                        out[(inner.lineno, inner.col_offset)] = meta._replace(misplaced=True)
         elif (
             shift is None
             and isinstance(node, ast.Constant)
@@ -265,20 +293,37 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
             "`from __future__ import annotations` if needed",
             meta.line,
         )
+    found: Optional[Spmd] = None
     for expr in meta.exprs:
         if not isinstance(expr, ast.Call):
+            if _lookup_name(_dotted(expr) or "", lookup) in SPMD_FULLNAMES:
+                raise AnnotationError("Spmd must be called with the axes' types: Spmd(tp=V)", meta.line)
             continue
-        try:
-            full = lookup(_dotted(expr.func) or "")
-        except Exception:
-            full = None
+        full = _lookup_name(_dotted(expr.func) or "", lookup)
         name = _dotted(expr.func) or ""
         if full not in SPMD_FULLNAMES and not (full is None and name.split(".")[-1] == "Spmd"):
             continue
         if full is None:
             raise AnnotationError(f'name "{name}" is not defined', meta.line)
-        return _decode_call(expr, lookup, meta.line)
-    return None
+        if found is not None:
+            raise AnnotationError("two Spmd(...) in one annotation; keep one", meta.line)
+        found = _decode_call(expr, lookup, meta.line)
+    if found is not None and not found.axes and found.spec is None:
+        raise AnnotationError("Spmd() names no mesh axis; give each axis its type, e.g. Spmd(tp=V)", meta.line)
+    if found is not None and meta.misplaced:
+        raise AnnotationError(
+            "Spmd(...) annotates a Tensor, not a container of tensors: put it on each tensor, "
+            "e.g. list[Annotated[Tensor, Spmd(...)]] or Optional[Annotated[Tensor, Spmd(...)]]",
+            meta.line,
+        )
+    return found
+
+
+def _lookup_name(name: str, lookup: Lookup) -> Optional[str]:
+    try:
+        return lookup(name) if name else None
+    except Exception:
+        return None
 
 
 def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:

@@ -12,7 +12,7 @@ import ast
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from ..vocab.collectives import PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
-from ..vocab.localtype import AxisType, P, Shard
+from ..vocab.localtype import AxisType, P, R, Shard
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy
 from .annotations import LOCAL_TYPES, SHARD_FULLNAMES, AnnotationError, Meta, decode
@@ -86,29 +86,45 @@ def _collective(
         new = carrier(ctx.api, typed) if typed is not None else _mypy.unknown_carrier(ctx.api)
         return _mypy.replace_tensors(default, new)
     axes = axis if isinstance(axis, tuple) else (axis,)
-    actual = spmd_of(x[1])
     name = _mypy.expr_text(x[0])
-    for a in axes:
-        have = actual.axis_type(a) if actual is not None else None
-        if have is not None and _kind(have) != _kind(src):
-            fix = fix_call(have, src, a, name)
-            ctx.api.fail(
-                f"spmd.{op} on axis {a!r}: src={src}, but {name} is {have} there; "
-                f"{mismatch_consequence(have, src, a)}"
-                + (f". Hint: make it {src} first with {fix}" if fix else "")
-                + (
-                    f", or drop this call if {name} is already what you need"
-                    if _kind(have) in ("R", "I") and op in ("all_reduce", "redistribute")
-                    else ""
-                ),
-                ctx.context,
-                code=SPMD_COLLECTIVE,
-            )
-    result: Dict[str, AxisType] = dict(actual.axes) if actual is not None else {}
+    # A value from two branches (a Union) is checked and typed per alternative.
+    alternatives = _mypy.union_alternatives(x[1]) or [x[1]]
+    results = []
+    reported: set = set()
+    for alternative in alternatives:
+        actual = spmd_of(alternative)
+        for a in axes:
+            have = actual.axis_type(a) if actual is not None else None
+            if have is not None and _kind(have) != _kind(src) and (a, str(have)) not in reported:
+                reported.add((a, str(have)))
+                fix = fix_call(have, src, a, name)
+                ctx.api.fail(
+                    f"spmd.{op} on axis {a!r}: src={src}, but {name} is {have} there; "
+                    f"{mismatch_consequence(have, src, a)}"
+                    + (f". Hint: make it {src} first with {fix}" if fix else "")
+                    + (
+                        f", or drop this call if {name} is already what you need"
+                        if _kind(have) in ("R", "I") and op in ("all_reduce", "redistribute")
+                        else ""
+                    ),
+                    ctx.context,
+                    code=SPMD_COLLECTIVE,
+                )
+        results.append(_after(actual, axes, dst))
+    types = [carrier(ctx.api, r) for r in dict.fromkeys(results)]
+    return _mypy.replace_tensors(default, _mypy.union_of(types))
+
+
+def _after(actual: Optional[Spmd], axes: Tuple[str, ...], dst: AxisType) -> Spmd:
+    """The value's type after a collective on `axes`: dst there, the rest kept
+    (a spec-form value's unnamed axes are R)."""
+    if actual is None:
+        return Spmd.of({a: dst for a in axes})
+    result: Dict[str, AxisType] = dict(actual.axes)
     for a in axes:
         result[a] = dst
-    nograd = actual.nograd if actual is not None else False
-    return _mypy.replace_tensors(default, carrier(ctx.api, Spmd.of(result, None, nograd)))
+    rest = R if actual.spec is not None else actual.rest
+    return Spmd.of(result, None, actual.nograd, rest)
 
 
 # -- assert_spmd(x, Spmd(...)) ---------------------------------------------------

@@ -145,6 +145,20 @@ def infer(
     receiver: bool,
     project: Optional[Callable[[Spmd], Spmd]] = None,
 ) -> Optional[Spmd]:
+    """The result's SPMD type, or None when unknown or typed differently per
+    alternative of a Union operand (see infer_all)."""
+    result = infer_all(ctx, name, cls, namespace, receiver, project)
+    return None if isinstance(result, Alternatives) else result
+
+
+def infer_all(
+    ctx: Any,
+    name: str,
+    cls: str,
+    namespace: str,
+    receiver: bool,
+    project: Optional[Callable[[Spmd], Spmd]] = None,
+) -> Union[None, Spmd, "Alternatives"]:
     """The result's SPMD type (None: unknown), reporting rule violations.
 
     An operand whose type is a Union (a value from two branches) is checked
@@ -173,8 +187,15 @@ def infer(
         ops = [(text, pick[text] if text in pick else c[0]) for text, c in options]
         results.append(_infer_one(ctx, name, cls, namespace, ops, n_product))
     if not results or any(r != results[0] for r in results):
+        if results and all(r is not None for r in results):
+            # Alternatives typed differently: the result is their Union.
+            return Alternatives(dict.fromkeys(r for r in results if r is not None))
         return None
     return results[0]
+
+
+class Alternatives(Tuple[Spmd, ...]):
+    """The result of an op on a value from two branches, one type per branch."""
 
 
 def _infer_one(
@@ -225,9 +246,11 @@ def _infer_one(
 
 def _rest(cls: str, ops: List[Operand], nograd: List[bool], n_product: int) -> Optional[AxisType]:
     """The result's type on axes no operand names, when every operand knows them
-    (factory results are R on every axis); rule errors there were reported on
-    the named axes or cannot happen (R and V only)."""
-    types = [o.rest if isinstance(o, Spmd) else o for _, o in ops]
+    (factory results and spec-form values are R on every other axis); rule
+    errors there were reported on the named axes or cannot happen (R and V
+    only)."""
+    # The spec form makes every axis it does not name R.
+    types = [(R if o.spec is not None else o.rest) if isinstance(o, Spmd) else o for _, o in ops]
     if any(t is None for t in types):
         return None
     try:
@@ -302,7 +325,10 @@ def op_hook(
         refined = refine(ctx, name, cls, namespace, receiver) if refine is not None else None
         if refined is not None:
             return _typed(ctx, refined[0], True)
-        spmd = infer(ctx, name, cls, namespace, receiver)
+        spmd = infer_all(ctx, name, cls, namespace, receiver)
+        if isinstance(spmd, Alternatives):
+            union = _mypy.union_of([carrier(ctx.api, r) for r in spmd])
+            return _mypy.replace_tensors(ctx.default_return_type, union)
         _check_out(ctx, name, namespace, spmd)
         return _typed(ctx, spmd, _has_typed_operand(ctx, receiver))
 

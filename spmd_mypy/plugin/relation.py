@@ -13,13 +13,13 @@ declared.py.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..vocab.collectives import fix_call, mismatch_consequence
-from ..vocab.localtype import P, R
+from ..vocab.localtype import AxisType, I, P, R, V
 from ..vocab.spec import Spmd, hidden_obligations, mismatches
 from . import _mypy
-from .carrier import spmd_of
+from .carrier import carrier, spmd_of
 from .ops import unknown_in_spmd_file
 from .errors import SPMD_ARG
 from .guard import default_return, default_signature, guarded
@@ -71,13 +71,47 @@ def _expected(formal: _mypy.Type) -> Optional[Spmd]:
     return None
 
 
-def _check_argument(api: Any, expr: Any, want: Spmd, label: str) -> None:
+def _check_argument(api: Any, expr: Any, want: Spmd, label: str) -> List[Optional[Spmd]]:
+    """Check one argument; return the types it holds (None: an unknown tensor)."""
+    held: List[Optional[Spmd]] = []
     items = _mypy.display_items(expr)
     for item in items if items is not None else [expr]:
         for t in _mypy.element_types(_mypy.expression_type(api, item)):
             got = spmd_of(t)
+            held.append(got)
             if got is not None:
                 report_arg(api, item, got, want, label)
+    return held
+
+
+def _passthrough(held: List[Optional[Spmd]], named: set) -> Dict[str, AxisType]:
+    """Types of the result on axes no parameter of the callee names.
+
+    The callee sees those axes as unknown, so it applies no collective there
+    and the arguments' types pass through: R if every argument is R there, V
+    if one is V or S(i).  (P and I there are errors already:
+    hidden_obligations.)  Without this, the result would be unknown on those
+    axes and fit any declared type, e.g. a dp=S(0) batch through a tp-only
+    helper returned as dp=R.  An unknown argument makes every such axis
+    unknown."""
+    if not held or any(h is None for h in held):
+        return {}
+    out: Dict[str, AxisType] = {}
+    axes = {a for h in held if h is not None for a in h.axes} - named
+    for axis in sorted(axes):
+        types = [h.axis_type(axis) for h in held if h is not None]
+        if any(t is None or t is P or t is I for t in types):
+            continue
+        out[axis] = R if all(t is R for t in types) else V
+    return out
+
+
+def _with_passthrough(api: Any, ret: _mypy.Type, extra: Dict[str, AxisType]) -> _mypy.Type:
+    declared = spmd_of(ret)
+    if not extra or declared is None or declared.spec is not None:
+        return ret
+    merged = {**extra, **declared.axes}
+    return carrier(api, Spmd.of(merged, None, declared.nograd, declared.rest))
 
 
 def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
@@ -86,6 +120,7 @@ def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
     if not any(e is not None for e in expected):
         return sig
     relaxed: List[_mypy.Type] = []
+    held: List[Optional[Spmd]] = []
     for i, (want, formal) in enumerate(zip(expected, sig.arg_types)):
         if want is None:
             relaxed.append(formal)
@@ -94,8 +129,10 @@ def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
         name = sig.arg_names[i] if i < len(sig.arg_names) else None
         label = f'Argument "{name}" to "{callee}"' if name else f'Argument {i + 1} to "{callee}"'
         for expr in ctx.args[i] if i < len(ctx.args) else ():
-            _check_argument(ctx.api, expr, want, label)
-    return _mypy.with_arg_types(sig, relaxed)
+            held += _check_argument(ctx.api, expr, want, label)
+    named = {a for e in expected if e is not None for a in e.axes}
+    ret = _with_passthrough(ctx.api, sig.ret_type, _passthrough(held, named))
+    return _mypy.with_arg_types(sig, relaxed).copy_modified(ret_type=ret)
 
 
 def signature_hook(callee: str) -> Any:
@@ -120,6 +157,7 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
         return ctx.default_return_type
     names = list(fwd.arg_names)
     position = 0
+    held: List[Optional[Spmd]] = []
     for name, expr, typ in _mypy.call_args(ctx):
         if name is None:
             i: Optional[int] = position
@@ -129,12 +167,15 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
         if i is None or i >= len(fwd.arg_types):
             continue
         want, got = spmd_of(fwd.arg_types[i]), spmd_of(typ)
+        if want is not None:
+            held.append(got)
         if want is not None and got is not None:
             label = f'Argument "{names[i]}" to "{callee}"' if names[i] else f"Argument to {callee}"
             report_arg(ctx.api, expr, got, want, label)
     if not any(spmd_of(t) is not None for t in _mypy.element_types(fwd.ret_type)):
         return unknown_in_spmd_file(ctx, fwd.ret_type)  # an unannotated forward (nn.Linear)
-    return fwd.ret_type
+    named = {a for t in fwd.arg_types for e in [spmd_of(t)] if e is not None for a in e.axes}
+    return _with_passthrough(ctx.api, fwd.ret_type, _passthrough(held, named))
 
 
 def _module_call(ctx: Any) -> _mypy.Type:
