@@ -90,3 +90,50 @@ def test_daemon_reports_the_new_result_after_an_edit(tmp_path: Path) -> None:
 def test_plugin_never_imports_torch() -> None:
     code = "import sys, spmd_mypy.plugin; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+USER = '''\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, S, V, P
+import helper
+from aliases import Act
+
+def scaled(x: Annotated[Tensor, Spmd(dp=S(0))]) -> Annotated[Tensor, Spmd(dp=S(0))]:
+    return x * helper.size()
+
+def through_alias(x: Act) -> Act:
+    y: Act = x * helper.size()
+    return y
+
+def wrong(x: Annotated[Tensor, Spmd(dp=P)]) -> Annotated[Tensor, Spmd(dp=V)]:
+    return x
+'''
+
+ALIASES = '''\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, S
+Act = Annotated[Tensor, Spmd(dp=S(0), tp=S(1))]
+'''
+
+
+def test_a_module_made_stale_by_a_dependency_keeps_per_axis_returns(tmp_path: Path) -> None:
+    # mypy re-parses a cached module whose dependency changed its interface
+    # without calling get_additional_deps; the per-axis return check must
+    # still apply there (else: false [return-value] errors on correct code).
+    proj = _project(tmp_path)
+    (proj / "model.py").unlink()
+    (proj / "helper.py").write_text("def size() -> int:\n    return 2\n")
+    (proj / "aliases.py").write_text(ALIASES)
+    (proj / "user.py").write_text(USER)
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache",
+            "user.py", "helper.py", "aliases.py"]
+    expected = ["user.py:15: error: Returned value is P on axis 'dp' where V is expected"]
+    for round_ in range(2):
+        out = _run(mypy, proj)
+        got = [e.split(": the")[0] for e in _errors(out)]
+        assert got == expected, (round_, out.stdout + out.stderr)
+        _edit(proj / "helper.py", (proj / "helper.py").read_text() + f"def more{round_}() -> int:\n    return 1\n")
+    out = _run(mypy, proj)
+    assert [e.split(": the")[0] for e in _errors(out)] == expected, out.stdout + out.stderr
