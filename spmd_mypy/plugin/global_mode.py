@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from ..vocab.collectives import PUBLIC_OPS
+from ..vocab.collectives import PUBLIC_OPS, CollectiveError, plan
 from ..vocab.factors import FactorError, has_rule, propagate
 from ..vocab.globaltype import GlobalType
 from ..vocab.localtype import P, Shard, V, AxisType
@@ -404,6 +404,20 @@ def _spec_redistribute(ctx: Any) -> _mypy.Type:
                     ctx.context,
                     code,
                 )
+    for a in sorted(set(src.axes) | set(dst.axes)):
+        s_t, d_t = src.axis_type(a), dst.axis_type(a)
+        if s_t is None or d_t is None:
+            continue
+        try:
+            plan("redistribute", s_t, d_t, axis=a)
+        except CollectiveError as e:
+            _mypy.fail(
+                ctx.api,
+                f"spmd.redistribute: axis {a!r} goes from {s_t} to {d_t}, which no "
+                f"redistribution does (the value would change): {e}",
+                ctx.context,
+                code,
+            )
     return _mypy.replace_tensors(default, carrier(ctx.api, dst))
 
 
