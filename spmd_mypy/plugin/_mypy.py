@@ -12,7 +12,7 @@ The carrier: a tensor whose SPMD type is T has the mypy type
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
@@ -718,6 +718,7 @@ def route_declared_values(tree: Any) -> None:
         tree.defs.insert(at, imp)
         tree.imports.append(imp)
     _route_block(tree.defs, False, False)
+    _ROUTED[tree.path] = (tree, None)
 
 
 def route_in_analyzer(ctx: AnalyzeTypeContext) -> None:
@@ -728,11 +729,15 @@ def route_in_analyzer(ctx: AnalyzeTypeContext) -> None:
     chance there.  Only code whose body is not analysed yet is rewritten:
     every function during the module's top-level pass (function bodies are
     analysed after it), else the function whose signature is being analysed.
-    The stub module is bound in the module's names, as the import would."""
+    The stub module is bound in the module's names, as the import would.
+    Each tree and function is walked once (the hooks fire per Tensor)."""
     sem = getattr(ctx.api, "api", None)
     tree = getattr(sem, "cur_mod_node", None)
     if sem is None or not isinstance(tree, MypyFile) or tree.is_stub:
         return
+    done = _ROUTED.get(tree.path)
+    if done is not None and done[0] is tree and done[1] is None:
+        return  # the whole tree is routed already
     if _PHANTOM_ALIAS not in tree.names:
         phantom = sem.modules.get(PHANTOM_MODULE)
         if phantom is None:
@@ -740,10 +745,22 @@ def route_in_analyzer(ctx: AnalyzeTypeContext) -> None:
         tree.names[_PHANTOM_ALIAS] = SymbolTableNode(GDEF, phantom, module_public=False)
     if not sem.recurse_into_functions:
         _route_block(tree.defs, False, False)
+        _ROUTED[tree.path] = (tree, None)
         return
     stmt = sem.statement
-    if isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
+    if not isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
+        return
+    if done is None or done[0] is not tree:
+        done = _ROUTED[tree.path] = (tree, set())
+    funcs = done[1]
+    if funcs is not None and id(stmt) not in funcs:
+        funcs.add(id(stmt))
         _route_function(stmt)
+
+
+# path -> (the tree last routed, None when all of it is, else the ids of the
+# functions routed one by one).  Holding the tree keeps those ids valid.
+_ROUTED: Dict[str, Tuple[Any, Optional[set]]] = {}
 
 
 def type_context(api: Any) -> Optional[Type]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Callable, Dict, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ..vocab.localtype import BY_LETTER, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
@@ -91,23 +91,65 @@ def _record_class(node: ast.ClassDef) -> bool:
     )
 
 
-def _collect(tree: ast.AST, out: Dict[Pos, Meta], shift: Optional[Pos] = None) -> None:
-    # ast.walk is breadth first: a class body's annotations are reached after
-    # the ClassDef, so they are known to be class attributes when met.
-    in_class: set = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and shift is None and not _record_class(node):
-            for stmt in node.body:
-                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                    in_class.add(id(stmt.annotation))
-        elif isinstance(node, ast.Subscript) and _is_annotated(node.value):
+def _collect(tree: ast.Module, out: Dict[Pos, Meta]) -> None:
+    """Index every Annotated[...] in the annotations of a module.
+
+    Only the places that hold types are walked (parameter and return
+    annotations, annotated assignments, alias values), not function bodies'
+    expressions: the daemon re-indexes the edited file on every check."""
+    for root, attribute in _annotation_roots(tree):
+        _collect_expr(root, out, None, attribute)
+
+
+def _annotation_roots(tree: ast.Module) -> Iterator[Tuple[ast.expr, bool]]:
+    """(type expression, whether it annotates an attribute in a class body)."""
+    stack: List[Tuple[ast.stmt, bool]] = [(st, False) for st in reversed(tree.body)]
+    while stack:
+        st, class_body = stack.pop()
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = st.args
+            for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+                if arg is not None and arg.annotation is not None:
+                    yield arg.annotation, False
+            if st.returns is not None:
+                yield st.returns, False
+            stack.extend((b, False) for b in reversed(st.body))
+        elif isinstance(st, ast.ClassDef):
+            attributes = not _record_class(st)
+            stack.extend((b, attributes) for b in reversed(st.body))
+        elif isinstance(st, ast.AnnAssign):
+            yield st.annotation, class_body and isinstance(st.target, ast.Name)
+            if st.value is not None and _may_be_type(st.value):
+                yield st.value, False
+        elif isinstance(st, ast.Assign):
+            if _may_be_type(st.value):
+                yield st.value, False
+        elif type(st).__name__ == "TypeAlias":  # `type X = ...` (Python 3.12)
+            yield getattr(st, "value"), False
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in reversed(getattr(st, field, None) or []):
+                    if isinstance(child, ast.stmt):
+                        stack.append((child, False))
+                    else:  # an except handler or a match case
+                        stack.extend((b, False) for b in reversed(getattr(child, "body", [])))
+
+
+def _may_be_type(value: ast.expr) -> bool:
+    """An assigned value that may be a type alias (X = Annotated[...], "...")."""
+    return isinstance(value, (ast.Subscript, ast.BinOp, ast.Constant, ast.Attribute, ast.Name))
+
+
+def _collect_expr(root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos], attribute: bool) -> None:
+    for node in ast.walk(root):
+        if isinstance(node, ast.Subscript) and _is_annotated(node.value):
             elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             if len(elts) < 2:
                 continue
             first = elts[0]
             pos = shift if shift is not None else (first.lineno, first.col_offset)
             line = shift[0] if shift is not None else node.lineno
-            meta = Meta(tuple(elts[1:]), line, id(node) in in_class)
+            meta = Meta(tuple(elts[1:]), line, attribute and node is root)
             out.setdefault(pos, meta)
             if shift is None and isinstance(first, (ast.Subscript, ast.BinOp)):
                 # Annotated[list[Tensor], Spmd(...)]: the Spmd would be lost on
@@ -133,7 +175,7 @@ def _collect(tree: ast.AST, out: Dict[Pos, Meta], shift: Optional[Pos] = None) -
                 or (isinstance(n, ast.Attribute) and n.attr.endswith("Tensor"))
             ]
             before = len(out)
-            _collect(inner, out, shift=(node.lineno, node.col_offset))
+            _collect_expr(inner.body, out, (node.lineno, node.col_offset), False)
             if len(out) > before and len(tensors) > 1:
                 pos = (node.lineno, node.col_offset)
                 out[pos] = out[pos]._replace(ambiguous=True)
@@ -182,7 +224,7 @@ def _scan(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool]:
             tree = _parse(data.decode("utf-8"))
         except UnicodeDecodeError:
             tree = None
-        if tree is not None:
+        if isinstance(tree, ast.Module):
             _collect(tree, out)
     _CACHE[path] = (key, out, uses)
     return out, uses

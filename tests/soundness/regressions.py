@@ -1,0 +1,156 @@
+"""Minimal programs the differential test found, kept as regression cases.
+
+Each case is a Program (programs.py) with a status:
+
+  "xfail"  the checker accepts it and the ranks disagree with its meaning: a
+           plugin bug, open until fixed (the test is a strict xfail, so a fix
+           shows up as XPASS and the case can then become "sound")
+  "sound"  must hold now: rejected by the checker, or accepted and agreeing
+
+The same findings, with their explanation, are in the lead's findings file
+(/tmp/helpers/D_findings.md at the time of writing).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Tuple
+
+from .programs import Input, Program, Stmt
+
+
+class Regression(NamedTuple):
+    id: str
+    program: Program
+    status: str  # "xfail" or "sound"
+    reason: str
+
+
+def _prog(inputs: Tuple[Input, ...], lines: Tuple[Stmt, ...], out: dict, prelude: str = "") -> Program:
+    return Program(inputs, lines, lines[-1].name, out, expect_ok=False, prelude=prelude)
+
+
+CASES: Tuple[Regression, ...] = (
+    Regression(
+        "special_expit_escapes_the_rules",
+        _prog(
+            (Input("x0", {"dp": "R", "tp": "I"}, (2, 4)),),
+            (Stmt("v0", expr="torch.special.expit(x0)"),),
+            {"dp": "R", "tp": "P"},
+        ),
+        "xfail",
+        "torch.special / torch.linalg / torch.fft functions are Any to mypy (torch ships no "
+        "types for them), so the plugin never sees the call and its Any result fits any "
+        "annotated return: an I value returned as P is accepted",
+    ),
+    Regression(
+        "helper_typed_on_fewer_axes_hides_a_partial",
+        _prog(
+            (Input("x0", {"dp": "P", "tp": "R"}, (2, 4)),),
+            (Stmt("v0", expr="helper(x0)"),),
+            {"dp": "P", "tp": "R"},
+            prelude=(
+                "def helper(a: Annotated[Tensor, Spmd(tp=R)]) -> Annotated[Tensor, Spmd(tp=R)]:\n"
+                "    return F.gelu(a)\n"
+            ),
+        ),
+        "sound",
+        "was accepted (S2): a dp=P value fitted a parameter annotated on tp only, the helper "
+        "applied gelu to each rank's addend, and its result, unknown on dp, fitted the dp=P "
+        "return; now spmd-arg (P on an axis the parameter does not name)",
+    ),
+    Regression(
+        "helper_typed_on_fewer_axes_forgets_a_varying",
+        _prog(
+            (Input("x0", {"dp": "S(0)", "tp": "R"}, (2, 4)),),
+            (Stmt("v0", expr="part_helper(x0)"),),
+            {"dp": "R", "tp": "R"},
+            prelude=(
+                "def part_helper(a: Annotated[Tensor, Spmd(tp=R)]) -> Annotated[Tensor, Spmd(tp=R)]:\n"
+                "    return torch.tanh(a)\n"
+            ),
+        ),
+        "sound",
+        "was accepted (S2b): the helper's result was unknown on dp and fitted a dp=R return; "
+        "now the result keeps the argument's dp=V and the return is spmd-return",
+    ),
+    Regression(
+        "spec_form_loses_its_replicated_axes",
+        _prog(
+            (Input("x0", {"dp": "R", "tp": "S(1)"}, (2, 4), spec_form=True),),
+            (Stmt("v0", expr="x0 * 2.0"),),
+            {"dp": "I", "tp": "V"},
+        ),
+        "sound",
+        "was accepted (S5): an op on spec=(None, tp) dropped the implicit dp=R, which then fitted "
+        "a dp=I return; now dp=R is kept and the return is spmd-return",
+    ),
+    Regression(
+        "union_through_a_torch_function_is_untyped",
+        _prog(
+            (Input("x0", {"dp": "R", "tp": "R"}, (2, 4)), Input("x1", {"dp": "R", "tp": "V"}, (2, 4))),
+            (Stmt("v0", expr="x0 if FLAG else x1"), Stmt("v1", expr="F.gelu(v0)")),
+            {"dp": "R", "tp": "R"},
+            prelude="FLAG: bool = False\n",
+        ),
+        "sound",
+        "was accepted (S3): F.gelu of a Union (R | V on tp) was SpmdTensor[Any] and fitted the "
+        "tp=R return; now typed per alternative and the return is spmd-return",
+    ),
+    Regression(
+        "union_through_a_collective_loses_the_other_axes",
+        _prog(
+            (Input("x0", {"dp": "P", "tp": "R"}, (2, 4)), Input("x1", {"dp": "P", "tp": "V"}, (2, 4))),
+            (
+                Stmt("v0", expr="x0 if FLAG else x1"),
+                Stmt("v1", op="all_gather", arg="v0", axis="tp", src="V", dst="R"),
+                Stmt("v2", expr="F.gelu(v1)"),
+            ),
+            {"dp": "P", "tp": "R"},
+            prelude="FLAG: bool = False\n",
+        ),
+        "sound",
+        "was accepted (S4): all_gather(src=V) of an R | V Union was not checked per alternative "
+        "and dropped dp=P; now spmd-collective (src) and spmd-op (gelu of dp=P)",
+    ),
+    Regression(
+        "union_in_a_list_through_stack_is_untyped",
+        _prog(
+            (Input("x0", {"dp": "R", "tp": "R"}, (2, 4)), Input("x1", {"dp": "R", "tp": "I"}, (2, 4))),
+            (Stmt("v0", expr="x0 if FLAG else x1"), Stmt("v1", expr="torch.stack([v0, v0])")),
+            {"dp": "R", "tp": "R"},
+            prelude="FLAG: bool = False\n",
+        ),
+        "xfail",
+        "torch.stack / torch.cat of a list whose elements are a Union (R | I on tp) is "
+        "SpmdTensor[Any], which fits the tp=R return: the I branch is returned as R and its "
+        "gradient is split over tp instead of being the same on every rank",
+    ),
+    Regression(
+        "union_on_both_sides_of_an_operator_is_untyped",
+        _prog(
+            (Input("x0", {"dp": "R", "tp": "R"}, (2, 4)), Input("x1", {"dp": "R", "tp": "V"}, (2, 4))),
+            (Stmt("v0", expr="x0 if FLAG else x1"), Stmt("v1", expr="v0 + v0")),
+            {"dp": "R", "tp": "R"},
+            prelude="FLAG: bool = False\n",
+        ),
+        "xfail",
+        "an operator with a Union on both sides (v0 + v0, v0 an R | V union on tp) gives a plain "
+        "Tensor with no error, and that result fits the tp=R return: the V branch is returned as R",
+    ),
+)
+
+
+# Open findings the generator can reach: an accepted program that disagrees
+# with its meaning and contains all of a finding's markers is counted under
+# the finding's name instead of as a new unsound acceptance.  Remove an entry when its
+# regression case above passes.
+KNOWN_OPEN: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
+    ("S1 torch.special is Any", ("torch.special.",)),
+    ("S6 Union in a stacked list", (" if FLAG else ", "([")),
+    ("S7 Union operands (and other Union uses)", (" if FLAG else ",)),
+)
+
+
+def known_finding(source: str) -> str:
+    """The open finding an unsound accepted program falls under (all its markers occur), or ''."""
+    return next((name for name, markers in KNOWN_OPEN if all(m in source for m in markers)), "")
