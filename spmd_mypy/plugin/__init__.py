@@ -119,6 +119,7 @@ class SpmdPlugin(_mypy.Plugin):
         self.settings = config.load(getattr(options, "config_file", None))
         self._version = _rules_version()
         settings = self.settings
+        comms.configure(settings)
         self._tensor_hook: Hook = guarded(
             lambda ctx: reading.analyze_tensor(ctx, settings), _mypy.plain_tensor_in_analyzer
         )

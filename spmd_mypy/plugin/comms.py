@@ -9,7 +9,7 @@ input on each axis, and the result takes dst on those axes.
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..vocab.collectives import PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
 from ..vocab.localtype import AxisType, P, R, Shard
@@ -18,7 +18,9 @@ from . import _mypy
 from .annotations import LOCAL_TYPES, SHARD_FULLNAMES, AnnotationError, Meta, decode
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE
+from .config import Settings
 from .guard import default_return, guarded
+from .reading import check_axes
 
 API = "spmd_mypy.runtime.api."
 _DEFAULT_SRC = {"all_reduce": P, "reduce_scatter": P}
@@ -160,6 +162,15 @@ def _to_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
     raise AnnotationError(f"cannot read {text!r} statically", 0)
 
 
+# The [spmd_mypy] settings of the running plugin (configure), for the
+# Spmd(...) written inside assert_spmd, checked like an annotation.
+_SETTINGS: List[Settings] = []
+
+
+def configure(settings: Settings) -> None:
+    _SETTINGS[:] = [settings]
+
+
 def _assert_spmd(ctx: Any) -> _mypy.Type:
     default = ctx.default_return_type
     x, meta_arg = _one(ctx, "x"), _one(ctx, "spmd")
@@ -169,6 +180,8 @@ def _assert_spmd(ctx: Any) -> _mypy.Type:
     try:
         node = _to_ast(meta_arg[0], names)
         asserted = decode(Meta((node,), ctx.context.line), names.get)
+        if asserted is not None and _SETTINGS:
+            check_axes(asserted, _SETTINGS[-1])
     except AnnotationError as e:
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
         return default

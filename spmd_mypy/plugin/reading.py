@@ -25,7 +25,8 @@ from .guard import guarded, nothing
 route_values = guarded(_mypy.route_in_analyzer, nothing)
 
 
-def _check_axes(spmd: Spmd, settings: Settings) -> None:
+def check_axes(spmd: Spmd, settings: Settings) -> None:
+    """Configured axes and strict mode (AnnotationError)."""
     if not settings.axes:
         return
     unknown = [a for a in spmd.axes if a not in settings.axes]
@@ -58,7 +59,7 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
         spmd = decode(meta, _mypy.analyzer_lookup(ctx))
         if spmd is None:
             return plain
-        _check_axes(spmd, settings)
+        check_axes(spmd, settings)
     except AnnotationError as e:
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
         return plain
