@@ -50,6 +50,7 @@ _FUNCTION_PREFIXES: Tuple[Tuple[str, str], ...] = (
 )
 _CARRIER_PREFIX = _mypy.CARRIER + "."
 _TENSOR_BASE_PREFIX = "torch._C.TensorBase."
+_UNION_RECEIVER = " of TensorBase"
 _DISTRIBUTED_PREFIX = "torch.distributed.distributed_c10d."
 _PLAIN_TENSOR_PREFIX = _mypy.TENSOR + "."  # or an unknown result (SpmdTensor[Any])
 # Callees whose signatures never hold an SPMD annotation: no signature hook.
@@ -72,6 +73,12 @@ def _method_hook(fullname: str) -> Optional[Hook]:
     for prefix in (_CARRIER_PREFIX, _PLAIN_TENSOR_PREFIX):  # a plain receiver may get a
         if fullname.startswith(prefix):  # typed argument, or give an unknown result
             return ops.op_hook(fullname[len(prefix):], "tensor", True, global_mode.refine_op)
+    if fullname.endswith(_UNION_RECEIVER):
+        # A reflected operator on a value from two branches (`x + v`, v a
+        # Union): mypy names the method "<dunder> of TensorBase".
+        name = fullname[: -len(_UNION_RECEIVER)]
+        if name.startswith("__") and " " not in name:
+            return ops.op_hook(name, "tensor", True, global_mode.refine_op)
     if fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
         return relation.module_call_hook
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):

@@ -69,7 +69,7 @@ def _operands(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, List[objec
     scalars = name in SCALAR_OPERANDS
     ops: List[Tuple[str, List[object]]] = []
     if receiver:
-        ops.append((_receiver_text(ctx), [spmd_of(ctx.type)]))
+        ops.append((_receiver_text(ctx), _candidates(ctx.type)))
     for arg_name, expr, typ in _mypy.call_args(ctx):
         if arg_name == "out":
             continue  # out= receives the result; checked by _check_out
@@ -82,8 +82,8 @@ def _operands(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, List[objec
             if items is not None:
                 for item in items:
                     t = _mypy.expression_type(ctx.api, item)
-                    if _mypy.is_tensor(t):
-                        ops.append((_mypy.expr_text(item), [spmd_of(t)]))
+                    if _mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None:
+                        ops.append((_mypy.expr_text(item), _candidates(t)))
             else:
                 for t in _mypy.element_types(typ):
                     ops.append((_mypy.expr_text(expr), [spmd_of(t)]))
