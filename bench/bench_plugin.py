@@ -31,12 +31,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import datetime
-import hashlib
 import json
 import os
 import platform
 import pstats
-import resource
 import shutil
 import statistics
 import subprocess
@@ -46,12 +44,11 @@ import time
 from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from _mypyrun import REPO, SIDES, child_env, children_cpu, git_state, ini_text, log, order, plugin_fingerprint
 from _stats import bootstrap_ratio_ci
 
-_REPO = Path(__file__).resolve().parent.parent
 TARGETS = {"cold": 1.10, "warm": 1.05, "dmypy": 1.2}
 MODES = ("cold", "warm", "dmypy")
-SIDES = ("with", "without")
 GEN_NAME = "tp_generated.py"
 EDIT_MARK = "# bench-edit"
 # The two forms of the edited line; they differ in length, so every edit
@@ -250,53 +247,23 @@ class Side(NamedTuple):
     files: Tuple[str, ...]  # relative to dir
 
 
-def _ini_text(side: str, cache: Path) -> str:
-    stubs = _REPO / "stubs" / "torch-spmd"
-    lines = ["[mypy]", "python_version = 3.11"]
-    if side == "with":
-        lines.append("plugins = spmd_mypy.plugin")
-    lines += [
-        f"mypy_path = {stubs}:{_REPO}",
-        "allow_redefinition = True",
-        f"cache_dir = {cache}",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def make_sides(root: Path, blocks: int) -> Dict[str, Side]:
     source = generate(blocks)
     sides = {}
     for name in SIDES:
         d = root / name
         d.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(_REPO / "examples" / "tp_mlp.py", d / "tp_mlp.py")
+        shutil.copyfile(REPO / "examples" / "tp_mlp.py", d / "tp_mlp.py")
         (d / GEN_NAME).write_text(source)
         (d / PROBE_NAME).write_text(_PROBE)
         cache = d / "cache"
         ini = d / "mypy.ini"
-        ini.write_text(_ini_text(name, cache))
+        ini.write_text(ini_text(name, cache))
         sides[name] = Side(name, d, ini, cache, d / "dmypy.json", ("tp_mlp.py", GEN_NAME))
     a, b = (sides[s].ini.read_text().splitlines() for s in SIDES)
     diff = [ln for ln in a if ln not in b] + [ln for ln in b if ln not in a]
     assert all(ln.startswith(("plugins", "cache_dir")) for ln in diff), diff
     return sides
-
-
-def _env() -> Dict[str, str]:
-    env = dict(os.environ)
-    env.pop("MYPYPATH", None)  # only the config's mypy_path
-    env.pop("MYPY_CACHE_DIR", None)
-    return env
-
-
-def _order(i: int) -> Tuple[str, str]:
-    return SIDES if i % 2 == 0 else SIDES[::-1]
-
-
-def _children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 class Run(NamedTuple):
@@ -308,31 +275,15 @@ class Run(NamedTuple):
 
 def run_mypy(side: Side, files: Sequence[str] = ()) -> Run:
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(side.ini), *(files or side.files)]
-    c0 = _children_cpu()
+    c0 = children_cpu()
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, cwd=side.dir, env=_env(), capture_output=True, text=True)
+    p = subprocess.run(cmd, cwd=side.dir, env=child_env(), capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    return Run(wall, _children_cpu() - c0, p.returncode, p.stdout + p.stderr)
-
-
-def _log(args: argparse.Namespace, msg: str) -> None:
-    if not args.quiet:
-        print(msg, file=sys.stderr, flush=True)
+    return Run(wall, children_cpu() - c0, p.returncode, p.stdout + p.stderr)
 
 
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S UTC")
-
-
-def plugin_fingerprint() -> str:
-    """Hash of the plugin's code and the carrier stub: shows edits made during a run."""
-    h = hashlib.sha256()
-    for top in (_REPO / "spmd_mypy", _REPO / "stubs" / "torch-spmd"):
-        for p in sorted(top.rglob("*")):
-            if p.suffix in (".py", ".pyi") and "__pycache__" not in p.parts:
-                h.update(str(p.relative_to(_REPO)).encode())
-                h.update(p.read_bytes())
-    return h.hexdigest()[:12]
 
 
 # -- verdicts --------------------------------------------------------------------------
@@ -361,7 +312,7 @@ def compare_outputs(runs: Dict[str, Run]) -> List[str]:
 def measure_cold(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str, dict]:
     data: Dict[str, dict] = {s: {"wall": [], "cpu": []} for s in SIDES}
     for i in range(args.cold_rounds):
-        for name in _order(i):
+        for name in order(i):
             side = sides[name]
             shutil.rmtree(side.cache, ignore_errors=True)
             r = run_mypy(side)
@@ -369,7 +320,7 @@ def measure_cold(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str, 
                 raise SystemExit(f"cold run ({name}) failed:\n{r.out}")
             data[name]["wall"].append(r.wall)
             data[name]["cpu"].append(r.cpu)
-            _log(args, f"  cold {i + 1}/{args.cold_rounds} {name:<7} {r.wall:6.2f} s")
+            log(args, f"  cold {i + 1}/{args.cold_rounds} {name:<7} {r.wall:6.2f} s")
     return data
 
 
@@ -380,20 +331,20 @@ def measure_warm(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str, 
             raise SystemExit(f"warm-up run ({name}) failed:\n{r.out}")
     data: Dict[str, dict] = {s: {"wall": [], "cpu": []} for s in SIDES}
     for i in range(args.warm_rounds):
-        for name in _order(i):
+        for name in order(i):
             r = run_mypy(sides[name])
             if r.rc != 0:
                 raise SystemExit(f"warm run ({name}) failed:\n{r.out}")
             data[name]["wall"].append(r.wall)
             data[name]["cpu"].append(r.cpu)
         if (i + 1) % 10 == 0:
-            _log(args, f"  warm {i + 1}/{args.warm_rounds}")
+            log(args, f"  warm {i + 1}/{args.warm_rounds}")
     return data
 
 
 def _dmypy(side: Side, *cmd: str) -> subprocess.CompletedProcess:
     full = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(side.status), *cmd]
-    return subprocess.run(full, cwd=side.dir, env=_env(), capture_output=True, text=True)
+    return subprocess.run(full, cwd=side.dir, env=child_env(), capture_output=True, text=True)
 
 
 def _daemon_pid(side: Side) -> Optional[int]:
@@ -454,17 +405,17 @@ def measure_dmypy(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str,
             p = _dmypy(side, "check", *side.files)  # the initial full build, untimed
             if p.returncode != 0:
                 raise SystemExit(f"initial dmypy check ({name}) failed:\n{p.stdout}{p.stderr}")
-            _log(args, f"  dmypy {name}: daemon up, first check {time.perf_counter() - t0:.1f} s")
+            log(args, f"  dmypy {name}: daemon up, first check {time.perf_counter() - t0:.1f} s")
         pids = {name: _daemon_pid(sides[name]) for name in SIDES}
         stats_file = sides["with"].dir.parent / "dmypy-stats.json"
         outs = {}
         for i in range(args.dmypy_rounds):
-            for name in _order(i):
+            for name in order(i):
                 side = sides[name]
                 edit_file(side, i + 1)
                 pid = pids[name]
                 d0 = _proc_cpu(pid) if pid else 0.0
-                c0 = _children_cpu()
+                c0 = children_cpu()
                 t0 = time.perf_counter()
                 p = _dmypy(side, "check", "--perf-stats-file", str(stats_file), *side.files)
                 wall = time.perf_counter() - t0
@@ -473,7 +424,7 @@ def measure_dmypy(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str,
                     raise SystemExit(f"dmypy check ({name}) failed after edit {i + 1}:\n{p.stdout}{p.stderr}")
                 outs[name] = p.stdout
                 data[name]["wall"].append(wall)
-                data[name]["cpu"].append(_children_cpu() - c0)
+                data[name]["cpu"].append(children_cpu() - c0)
                 data[name]["daemon_cpu"].append(d1 - d0)
                 # The daemon's own statistics: a check that type-checked no
                 # module did not see the edit.
@@ -482,7 +433,7 @@ def measure_dmypy(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str,
                 if "typecheck_time" not in stats:
                     data[name]["missed"] += 1
             if (i + 1) % 10 == 0:
-                _log(args, f"  dmypy {i + 1}/{args.dmypy_rounds}")
+                log(args, f"  dmypy {i + 1}/{args.dmypy_rounds}")
         if outs.get("with") != outs.get("without"):
             raise SystemExit(f"dmypy outputs differ: {outs}")
         # Reference: checks with no edit (the fixed cost of a check).
@@ -720,18 +671,6 @@ def run_profile(args: argparse.Namespace, sides: Dict[str, Side]) -> int:
 # -- main ------------------------------------------------------------------------------------
 
 
-def _git_state() -> str:
-    """HEAD and whether the plugin's files differ from it (for the record of a run)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=_REPO,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "spmd_mypy", "stubs"],
-                               cwd=_REPO, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "not a git checkout"
-    return f"git {head}" + (" + uncommitted changes in spmd_mypy/ or stubs/" if dirty else "")
-
-
 def _machine() -> str:
     cpu = "?"
     try:
@@ -795,7 +734,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return run_profile(args, sides)
 
         fp0 = plugin_fingerprint()
-        print(f"plugin code fingerprint {fp0} ({_git_state()}) at {_now()}")
+        print(f"plugin code fingerprint {fp0} ({git_state()}) at {_now()}")
         # The verdicts, once, on fresh caches (also the untimed first cold run).
         runs = {}
         for name in SIDES:
@@ -818,14 +757,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         rows, raw = [], {}
         t_all = time.perf_counter()
         for mode in modes:
-            _log(args, f"{mode} mode, started {_now()}")
+            log(args, f"{mode} mode, started {_now()}")
             data = {"cold": measure_cold, "warm": measure_warm, "dmypy": measure_dmypy}[mode](args, sides)
             raw[mode] = data
             rows.append(summarize(mode, data))
             fp = plugin_fingerprint()
             if fp != fp0:
                 print(f"WARNING: the plugin's code changed during the run (by {_now()}, "
-                      f"during the {mode} mode or before it): fingerprint {fp0} -> {fp} ({_git_state()})")
+                      f"during the {mode} mode or before it): fingerprint {fp0} -> {fp} ({git_state()})")
                 fp0 = fp
         print()
         print_table(rows)

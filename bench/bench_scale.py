@@ -39,7 +39,6 @@ import datetime
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -50,11 +49,10 @@ from pathlib import Path
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _mypyrun import SIDES, child_env, children_cpu, git_state, ini_text, log, order, plugin_fingerprint  # noqa: E402
 from _stats import bootstrap_ratio_ci  # noqa: E402
 import gen_codebase  # noqa: E402
 
-_REPO = Path(__file__).resolve().parent.parent
-SIDES = ("with", "without")
 TARGET = 1.10
 PROBE = '''\
 from typing import Annotated
@@ -74,19 +72,6 @@ class Side(NamedTuple):
     cache: Path
 
 
-def _ini_text(side: str, cache: Path) -> str:
-    lines = ["[mypy]", "python_version = 3.11"]
-    if side == "with":
-        lines.append("plugins = spmd_mypy.plugin")
-    lines += [
-        f"mypy_path = {_REPO / 'stubs' / 'torch-spmd'}:{_REPO}",
-        "allow_redefinition = True",
-        f"cache_dir = {cache}",
-        "",
-    ]
-    return "\n".join(lines)
-
-
 def make_sides(root: Path, lines: int) -> Tuple[Dict[str, Side], int]:
     files = gen_codebase.generate(lines)
     sides = {}
@@ -97,24 +82,12 @@ def make_sides(root: Path, lines: int) -> Tuple[Dict[str, Side], int]:
         (d / "probe_bug.py").write_text(PROBE)
         cache = d / "cache"
         ini = d / "mypy.ini"
-        ini.write_text(_ini_text(name, cache))
+        ini.write_text(ini_text(name, cache))
         sides[name] = Side(name, d, ini, cache)
     a, b = (sides[s].ini.read_text().splitlines() for s in SIDES)
     diff = [ln for ln in a if ln not in b] + [ln for ln in b if ln not in a]
     assert all(ln.startswith(("plugins", "cache_dir")) for ln in diff), diff
     return sides, gen_codebase.count_lines(files)
-
-
-def _env() -> Dict[str, str]:
-    env = dict(os.environ)
-    env.pop("MYPYPATH", None)
-    env.pop("MYPY_CACHE_DIR", None)
-    return env
-
-
-def _children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 class Run(NamedTuple):
@@ -126,19 +99,10 @@ class Run(NamedTuple):
 
 def run_mypy(side: Side, target: str = gen_codebase.PACKAGE) -> Run:
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(side.ini), target]
-    c0 = _children_cpu()
+    c0 = children_cpu()
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, cwd=side.dir, env=_env(), capture_output=True, text=True)
-    return Run(time.perf_counter() - t0, _children_cpu() - c0, p.returncode, p.stdout + p.stderr)
-
-
-def _order(i: int) -> Tuple[str, ...]:
-    return SIDES if i % 2 == 0 else SIDES[::-1]
-
-
-def _log(args: argparse.Namespace, msg: str) -> None:
-    if not args.quiet:
-        print(msg, file=sys.stderr, flush=True)
+    p = subprocess.run(cmd, cwd=side.dir, env=child_env(), capture_output=True, text=True)
+    return Run(time.perf_counter() - t0, children_cpu() - c0, p.returncode, p.stdout + p.stderr)
 
 
 def _touch_codebase(side: Side, n: int) -> None:
@@ -164,7 +128,7 @@ def measure(args: argparse.Namespace, sides: Dict[str, Side], mode: str, rounds:
         for name in SIDES:
             _check(run_mypy(sides[name]), f"warm-up ({name})")
     for i in range(rounds):
-        for name in _order(i):
+        for name in order(i):
             side = sides[name]
             if mode == "cold":
                 shutil.rmtree(side.cache, ignore_errors=True)
@@ -175,7 +139,7 @@ def measure(args: argparse.Namespace, sides: Dict[str, Side], mode: str, rounds:
             data[name]["wall"].append(r.wall)
             data[name]["cpu"].append(r.cpu)
             if mode != "warm":
-                _log(args, f"  {mode} {i + 1}/{rounds} {name:<7} {r.wall:6.2f} s")
+                log(args, f"  {mode} {i + 1}/{rounds} {name:<7} {r.wall:6.2f} s")
     return data
 
 
@@ -223,7 +187,7 @@ def scaling(args: argparse.Namespace, root: Path, sizes: List[int]) -> dict:
         row = summarize(f"{lines} lines", data, None)
         row["lines"] = lines
         per_size.append(row)
-        _log(args, f"  scaling {lines} lines: with {row['with_s']:.2f} s, without {row['without_s']:.2f} s")
+        log(args, f"  scaling {lines} lines: with {row['with_s']:.2f} s, without {row['without_s']:.2f} s")
     out: dict = {"sizes": per_size}
     xs = [r["lines"] for r in per_size]
     for side in SIDES:
@@ -261,7 +225,7 @@ def profile(args: argparse.Namespace, root: Path, lines: int, top: int) -> None:
     )
     p = subprocess.run(
         [sys.executable, "-c", child, str(stats_file), "--config-file", str(side.ini), gen_codebase.PACKAGE],
-        cwd=side.dir, env=_env(), capture_output=True, text=True,
+        cwd=side.dir, env=child_env(), capture_output=True, text=True,
     )
     out, rc, total = json.loads(p.stdout.strip().splitlines()[-1])
     prof = pstats.Stats(str(stats_file))
@@ -334,30 +298,6 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _git_state() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=_REPO,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "spmd_mypy", "stubs"],
-                               cwd=_REPO, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "not a git checkout"
-    return f"git {head}" + (" + uncommitted changes in spmd_mypy/ or stubs/" if dirty else "")
-
-
-def plugin_fingerprint() -> str:
-    """Hash of the plugin's code and stubs: a change during a run shows as a new value at the end."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for top in (_REPO / "spmd_mypy", _REPO / "stubs" / "torch-spmd"):
-        for p in sorted(top.rglob("*")):
-            if p.suffix in (".py", ".pyi") and "__pycache__" not in p.parts:
-                h.update(str(p.relative_to(_REPO)).encode())
-                h.update(p.read_bytes())
-    return h.hexdigest()[:12]
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description="mypy with / without the spmd_mypy plugin on a generated codebase")
     ap.add_argument("--lines", type=int, default=20_000, help="size of the codebase for cold/warm (default 20000)")
@@ -389,7 +329,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         import mypy.version
 
         print(f"start {_now()}; {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
-              f"Python {platform.python_version()}, mypy {mypy.version.__version__}; {_git_state()}; "
+              f"Python {platform.python_version()}, mypy {mypy.version.__version__}; {git_state()}; "
               f"plugin fingerprint {plugin_fingerprint()}")
         if args.profile:
             profile(args, root, args.lines, args.profile_lines)
