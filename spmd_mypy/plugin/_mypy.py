@@ -12,7 +12,7 @@ The carrier: a tensor whose SPMD type is T has the mypy type
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
@@ -786,31 +786,18 @@ def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
 
     Returns the (got, declared) pairs of tensors at the same place (top level,
     tuple items, type arguments of the same class, the tensor alternative of a
-    declared Union), or None when the two do not line up or a non-tensor part
-    does not fit; mypy then checks the value itself.
+    declared Union, every alternative of a value from two branches), or None
+    when the two do not line up or a non-tensor part does not fit; mypy then
+    checks the value itself.
     """
     g, w = get_proper_type(got), get_proper_type(want)
     if isinstance(g, (AnyType, UninhabitedType)):
         return []
-    if isinstance(g, UnionType) and is_tensor(w):  # a value from two branches
-        out_items: List[Tuple[Type, Type]] = []
-        for item in g.items:
-            sub = tensor_pairs(item, w)
-            if sub is None:
-                return None
-            out_items += sub
-        return out_items
+    if isinstance(g, UnionType) and (is_tensor(w) or isinstance(w, UnionType)):
+        return _all_pairs((item, w) for item in g.items)  # each branch must fit
     if is_tensor(w):
         return [(g, w)] if is_tensor(g) else None
     if isinstance(w, UnionType):
-        if isinstance(g, UnionType):
-            out: List[Tuple[Type, Type]] = []
-            for item in g.items:
-                sub = tensor_pairs(item, want)
-                if sub is None:
-                    return None
-                out += sub
-            return out
         for item in w.items:
             sub = tensor_pairs(g, item)
             if sub is not None:
@@ -819,32 +806,25 @@ def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
     if isinstance(w, TupleType):
         if not isinstance(g, TupleType) or len(g.items) != len(w.items):
             return None
-        out = []
-        for gi, wi in zip(g.items, w.items):
-            sub = tensor_pairs(gi, wi)
-            if sub is None:
-                return None
-            out += sub
-        return out
+        return _all_pairs(zip(g.items, w.items))
     if isinstance(w, Instance) and w.args and has_tensor_deep(w):
         if isinstance(g, TupleType) and w.type.fullname == "builtins.tuple":
-            out = []
-            for gi in g.items:
-                sub = tensor_pairs(gi, w.args[0])
-                if sub is None:
-                    return None
-                out += sub
-            return out
+            return _all_pairs((item, w.args[0]) for item in g.items)
         if not isinstance(g, Instance) or g.type is not w.type or len(g.args) != len(w.args):
             return None
-        out = []
-        for gi, wi in zip(g.args, w.args):
-            sub = tensor_pairs(gi, wi)
-            if sub is None:
-                return None
-            out += sub
-        return out
+        return _all_pairs(zip(g.args, w.args))
     return [] if is_subtype(g, w) else None
+
+
+def _all_pairs(parts: Iterable[Tuple[Type, Type]]) -> Optional[List[Tuple[Type, Type]]]:
+    """tensor_pairs of every (got, declared) part, joined; None if one does not line up."""
+    out: List[Tuple[Type, Type]] = []
+    for g, w in parts:
+        sub = tensor_pairs(g, w)
+        if sub is None:
+            return None
+        out += sub
+    return out
 
 
 def alias_holding_carrier(plugin: Any, fullname: str) -> Optional[bool]:

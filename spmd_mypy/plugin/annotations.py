@@ -230,6 +230,11 @@ def _scan(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool]:
     return out, uses
 
 
+def scan(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool]:
+    """(index_for(path), mentions_spmd(path)) with one look at the file."""
+    return _scan(path)
+
+
 def index_for(path: Optional[str]) -> Dict[Pos, Meta]:
     """Position of each Annotated's first element -> its metadata (cached per file)."""
     return _scan(path)[0]

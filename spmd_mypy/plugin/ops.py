@@ -214,12 +214,7 @@ def _infer_one(
     for axis in axes:
         on_axis = [(text, _axis_operand(o, axis)) for text, o in ops]
         try:
-            types = [t for _, t in on_axis]
-            if cls == "affine":
-                bias_t = types[n_product] if len(types) > n_product else None
-                t = combine_affine(types[:n_product], bias_t, nograd)  # type: ignore[arg-type]
-            else:
-                t = combine(cls, types, nograd)  # type: ignore[arg-type]
+            t = _combine(cls, [t for _, t in on_axis], nograd, n_product)
         except OpRuleError as err:
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
             hint = _hint(err, axis, on_axis)
@@ -244,6 +239,15 @@ def _infer_one(
     return Spmd.of(result, None, tensors_nograd or fresh or name in NO_GRAD_RESULTS, rest)
 
 
+def _combine(cls: str, types: List[object], nograd: List[bool], n_product: int) -> Optional[AxisType]:
+    """The result's type on one axis from the operands' types there (OpRuleError
+    when a rule is broken); affine ops are the product plus the bias."""
+    if cls == "affine":
+        bias = types[n_product] if len(types) > n_product else None
+        return combine_affine(types[:n_product], bias, nograd)  # type: ignore[arg-type]
+    return combine(cls, types, nograd)  # type: ignore[arg-type]
+
+
 def _rest(cls: str, ops: List[Operand], nograd: List[bool], n_product: int) -> Optional[AxisType]:
     """The result's type on axes no operand names, when every operand knows them
     (factory results and spec-form values are R on every other axis); rule
@@ -254,10 +258,7 @@ def _rest(cls: str, ops: List[Operand], nograd: List[bool], n_product: int) -> O
     if any(t is None for t in types):
         return None
     try:
-        if cls == "affine":
-            bias = types[n_product] if len(types) > n_product else None
-            return combine_affine(types[:n_product], bias, nograd)  # type: ignore[arg-type]
-        return combine(cls, types, nograd)  # type: ignore[arg-type]
+        return _combine(cls, types, nograd, n_product)
     except OpRuleError:
         return None
 

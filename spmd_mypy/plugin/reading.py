@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..vocab.spec import Spmd
 from . import _mypy
-from .annotations import AnnotationError, decode, index_for, mentions_spmd
+from .annotations import AnnotationError, decode, scan
 from .config import Settings
 from .errors import SPMD_ANNOTATION
 from .guard import guarded, nothing
@@ -48,11 +48,11 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
 
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
-    path = _mypy.analyzer_path(ctx)
-    if mentions_spmd(path):
+    index, uses_spmd = scan(_mypy.analyzer_path(ctx))
+    if uses_spmd:
         route_values(ctx)
     plain = _mypy.plain_tensor_in_analyzer(ctx)
-    meta = index_for(path).get(_mypy.type_position(ctx))
+    meta = index.get(_mypy.type_position(ctx))
     if meta is None:
         return plain
     try:
