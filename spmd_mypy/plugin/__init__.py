@@ -12,9 +12,11 @@ of times per run):
   user function calls     relation.signature_hook (arguments checked per axis)
   carrier attributes      ops.attribute_hook      (.T keeps the type, .grad is its gradient)
   return / y: T = e       declared.HOOKS          (rewritten into calls before analysis)
+  torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
 Modules: _mypy (every mypy import), annotations (the per-file index, pure
-Python), reading, carrier, ops, comms, relation, declared, errors, config.  The plugin
+Python), reading, carrier, ops, comms, relation, declared, untyped, global_mode,
+errors, config.  The plugin
 never imports torch.
 """
 
@@ -24,9 +26,10 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, ops, reading, relation
+from . import _mypy, comms, config, declared, global_mode, ops, reading, relation, untyped
+from ..vocab.opclasses import untyped_function
 from .guard import guarded, nothing
-from .annotations import mentions_spmd
+from .annotations import mentions_spmd, mentions_untyped_torch
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
 
@@ -48,6 +51,7 @@ _FUNCTION_PREFIXES: Tuple[Tuple[str, str], ...] = (
     ("torch.nn.functional.", "functional"),
     ("torch._tensor.", "torch"),
 )
+_TORCH_FUNCTION_PREFIXES = tuple(p for p, _ in _FUNCTION_PREFIXES)
 _CARRIER_PREFIX = _mypy.CARRIER + "."
 _TENSOR_BASE_PREFIX = "torch._C.TensorBase."
 _UNION_RECEIVER = " of TensorBase"
@@ -86,12 +90,18 @@ def _method_hook(fullname: str) -> Optional[Hook]:
     return None
 
 
+# Standard-library modules (typeshed's, which no user module may shadow):
+# their signatures never hold an SPMD annotation.  Calls into them are a third
+# of the signature hooks a cold run would otherwise run, mostly in torch.
+_STDLIB = _mypy.stdlib_modules()
+
+
 def _signature_hook(fullname: str) -> Optional[Hook]:
-    if fullname.startswith(tuple(p for p, _ in _FUNCTION_PREFIXES)):
+    if fullname.startswith(_TORCH_FUNCTION_PREFIXES):
         return relation.torch_signature_hook
-    if not fullname.startswith(_LIBRARY_PREFIXES):
-        return global_mode.exact_arguments(relation.signature_hook(fullname.rsplit(".", 1)[-1]))
-    return None
+    if fullname.startswith(_LIBRARY_PREFIXES) or fullname.partition(".")[0] in _STDLIB:
+        return None
+    return global_mode.exact_arguments(relation.signature_hook(fullname.rsplit(".", 1)[-1]))
 
 
 def _attribute_hook(fullname: str) -> Optional[Hook]:
@@ -105,19 +115,12 @@ def _attribute_hook(fullname: str) -> Optional[Hook]:
     return None
 
 
-class _Memo:
-    """fullname -> hook, computed once: mypy asks for hooks hundreds of thousands of times."""
-
-    def __init__(self, build: Callable[[str], Optional[Hook]], seed: Optional[Dict[str, Hook]] = None):
-        self.build = build
-        self.table: Dict[str, Optional[Hook]] = dict(seed or {})
-
-    def __call__(self, fullname: str) -> Optional[Hook]:
-        try:
-            return self.table[fullname]
-        except KeyError:
-            hook = self.table[fullname] = self.build(fullname)
-            return hook
+def _memo(table: Dict[str, Optional[Hook]], build: Callable[[str], Optional[Hook]], fullname: str) -> Optional[Hook]:
+    """The first lookup of a fullname: build its hook (None: no hook) and keep it.
+    mypy asks for hooks hundreds of thousands of times, so every get_*_hook
+    below is one dictionary lookup after that."""
+    hook = table[fullname] = build(fullname)
+    return hook
 
 
 class SpmdPlugin(_mypy.Plugin):
@@ -135,22 +138,23 @@ class SpmdPlugin(_mypy.Plugin):
             name: global_mode.exact_declared(hook, what)
             for (name, hook), what in zip(declared.HOOKS.items(), ("Returned value", "Assigned value"))
         }
-        self._functions = _Memo(_function_hook, {**comms.HOOKS, **declared_hooks, **global_mode.HOOKS})
-        self._methods = _Memo(_method_hook)
-        self._signatures = _Memo(_signature_hook)
-        self._attributes = _Memo(_attribute_hook)
-        self._aliases: Dict[str, Optional[Hook]] = {}
+        self._functions: Dict[str, Optional[Hook]] = {
+            **comms.HOOKS, **declared_hooks, **global_mode.HOOKS, **untyped.HOOKS
+        }
+        self._methods: Dict[str, Optional[Hook]] = {}
+        self._signatures: Dict[str, Optional[Hook]] = {}
+        self._attributes: Dict[str, Optional[Hook]] = {}
+        self._types: Dict[str, Optional[Hook]] = {_mypy.TENSOR: self._tensor_hook}
 
     def get_type_analyze_hook(self, fullname: str) -> Optional[Hook]:
-        if fullname == _mypy.TENSOR:
-            return self._tensor_hook
-        hook = self._aliases.get(fullname, self._aliases)
-        if hook is not self._aliases:
-            return hook  # type: ignore[return-value]
+        try:
+            return self._types[fullname]
+        except KeyError:
+            pass
         # An alias of an annotated tensor used in another module: its uses are
         # where a re-parsed module gets its returns routed (reading.py).
         if not mentions_spmd(_mypy.module_path(self, fullname.rpartition(".")[0])):
-            self._aliases[fullname] = None  # torch, typeshed, code without spmd
+            self._types[fullname] = None  # torch, typeshed, code without spmd
             return None
         try:
             known = _mypy.alias_holding_carrier(self, fullname)
@@ -159,7 +163,7 @@ class SpmdPlugin(_mypy.Plugin):
         if known is None:
             return None  # not analysed yet: ask again next time
         hook = self._alias_hook(fullname) if known else None
-        self._aliases[fullname] = hook
+        self._types[fullname] = hook
         return hook
 
     def _alias_hook(self, fullname: str) -> Hook:
@@ -170,19 +174,30 @@ class SpmdPlugin(_mypy.Plugin):
         return hook
 
     def get_function_hook(self, fullname: str) -> Optional[Hook]:
-        return self._functions(fullname)
+        try:
+            return self._functions[fullname]
+        except KeyError:
+            return _memo(self._functions, _function_hook, fullname)
 
     def get_method_hook(self, fullname: str) -> Optional[Hook]:
-        return self._methods(fullname)
+        try:
+            return self._methods[fullname]
+        except KeyError:
+            return _memo(self._methods, _method_hook, fullname)
 
     def get_function_signature_hook(self, fullname: str) -> Optional[Hook]:
-        return self._signatures(fullname)
+        try:
+            return self._signatures[fullname]
+        except KeyError:
+            return _memo(self._signatures, _signature_hook, fullname)
 
-    def get_method_signature_hook(self, fullname: str) -> Optional[Hook]:
-        return self._signatures(fullname)
+    get_method_signature_hook = get_function_signature_hook
 
     def get_attribute_hook(self, fullname: str) -> Optional[Hook]:
-        return self._attributes(fullname)
+        try:
+            return self._attributes[fullname]
+        except KeyError:
+            return _memo(self._attributes, _attribute_hook, fullname)
 
     def get_base_class_hook(self, fullname: str) -> Optional[Hook]:
         return self._module_class_hook if fullname == "torch.nn.modules.module.Module" else None
@@ -194,8 +209,10 @@ class SpmdPlugin(_mypy.Plugin):
     def get_additional_deps(self, file: Any) -> List[Tuple[int, str, int]]:
         # Files that annotate tensors or call spmd need the carrier's stub loaded.
         # Returns and annotated assignments are routed through hooks (declared.py).
-        if mentions_spmd(getattr(file, "path", None)):
-            guarded(_mypy.route_declared_values, nothing)(file)
+        path = getattr(file, "path", None)
+        if mentions_spmd(path):
+            wanted = untyped_function if mentions_untyped_torch(path) else None
+            guarded(lambda tree: _mypy.route_declared_values(tree, wanted), nothing)(file)
             return [(10, _mypy.PHANTOM_MODULE, -1)]
         return []
 

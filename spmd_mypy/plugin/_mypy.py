@@ -84,6 +84,7 @@ from mypy.types import (
     UnionType,
     get_proper_type,
 )
+from mypy.server.subexpr import get_subexpressions
 from mypy.subtypes import is_subtype
 
 __all__ = [
@@ -389,6 +390,8 @@ def expr_text(expr: Expression) -> str:
     if isinstance(expr, MemberExpr):
         base = expr_text(expr.expr)
         return f"{base}.{expr.name}"
+    if isinstance(expr, CallExpr) and _is_untyped_wrapper(expr) and len(expr.args) == 1:
+        return expr_text(expr.args[0])  # the call as written
     if isinstance(expr, CallExpr) and isinstance(expr.callee, (NameExpr, MemberExpr)):
         return f"{expr_text(expr.callee)}(...)"
     if isinstance(expr, IndexExpr):
@@ -571,9 +574,31 @@ def unknown_carrier(api: Any) -> Type:
     return api.named_generic_type(CARRIER, [AnyType(TypeOfAny.special_form)])
 
 
+def stdlib_modules() -> frozenset:
+    """Top-level modules of typeshed's standard library (mypy will not let a
+    user module shadow one)."""
+    try:
+        from mypy.modulefinder import load_stdlib_py_versions
+
+        return frozenset(m.partition(".")[0] for m in load_stdlib_py_versions(None))
+    except Exception:
+        return frozenset()
+
+
 def checker_path(api: Any) -> Optional[str]:
     """The file the checker is checking now."""
     return getattr(api, "path", None)
+
+
+def check_owner(api: Any) -> object:
+    """An object that lives for one check pass over one file: the checker's
+    scope, made anew per file and on every daemon recheck (TypeChecker.reset)."""
+    return getattr(api, "scope", None)
+
+
+def analysis_owner(ctx: AnalyzeTypeContext) -> object:
+    """An object that lives for one parse of one file: the analyzer's tree."""
+    return getattr(getattr(ctx.api, "api", None), "cur_mod_node", None)
 
 
 def attr_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
@@ -701,8 +726,9 @@ def _leads_module(stmt: Statement) -> bool:
     return isinstance(stmt, ImportFrom) and stmt.id == "__future__"
 
 
-def route_declared_values(tree: Any) -> None:
-    """Rewrite returns and annotated assignments of `tree` (see above).
+def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[str]]] = None) -> None:
+    """Rewrite returns and annotated assignments of `tree` (see above), and,
+    given `untyped`, the calls whose callee it names (wrap_untyped_calls).
 
     The import of the stub goes in first, so that a rewrite interrupted by an
     unexpected node never leaves a call to an unbound name."""
@@ -718,10 +744,12 @@ def route_declared_values(tree: Any) -> None:
         tree.defs.insert(at, imp)
         tree.imports.append(imp)
     _route_block(tree.defs, False, False)
+    if untyped is not None:
+        wrap_untyped_calls(tree, tree, untyped)
     _ROUTED[tree.path] = (tree, None)
 
 
-def route_in_analyzer(ctx: AnalyzeTypeContext) -> None:
+def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str], Optional[str]]] = None) -> None:
     """The same rewrite, from a type-analyze hook during semantic analysis.
 
     mypy parses a cached module that turned stale (a dependency's interface
@@ -745,6 +773,9 @@ def route_in_analyzer(ctx: AnalyzeTypeContext) -> None:
         tree.names[_PHANTOM_ALIAS] = SymbolTableNode(GDEF, phantom, module_public=False)
     if not sem.recurse_into_functions:
         _route_block(tree.defs, False, False)
+        if untyped is not None:  # function bodies only: the top level is analysed
+            for func in _functions_of(tree.defs):
+                wrap_untyped_calls(tree, func.body, untyped)
         _ROUTED[tree.path] = (tree, None)
         return
     stmt = sem.statement
@@ -756,11 +787,149 @@ def route_in_analyzer(ctx: AnalyzeTypeContext) -> None:
     if funcs is not None and id(stmt) not in funcs:
         funcs.add(id(stmt))
         _route_function(stmt)
+        if untyped is not None:
+            for func in _functions_of([stmt]):
+                wrap_untyped_calls(tree, func.body, untyped)
 
 
 # path -> (the tree last routed, None when all of it is, else the ids of the
 # functions routed one by one).  Holding the tree keeps those ids valid.
 _ROUTED: Dict[str, Tuple[Any, Optional[set]]] = {}
+
+
+def _functions_of(stmts: List[Statement]) -> Iterable[FuncDef]:
+    """The outermost functions among `stmts` and in the classes there
+    (nested functions are part of their enclosing function's body)."""
+    for stmt in stmts:
+        if isinstance(stmt, Decorator):
+            yield stmt.func
+        elif isinstance(stmt, FuncDef):
+            yield stmt
+        elif isinstance(stmt, OverloadedFuncDef):
+            yield from _functions_of([*stmt.items, *([stmt.impl] if stmt.impl else [])])
+        elif isinstance(stmt, ClassDef):
+            yield from _functions_of(stmt.defs.body)
+        else:
+            for block in _sub_blocks(stmt):
+                yield from _functions_of(block.body)
+
+
+# -- calls torch leaves untyped ----------------------------------------------------
+# torch.special, torch.linalg and torch.fft are Any to mypy (torch assigns their
+# functions from an untyped extension module), so their calls run no hook.  In a
+# file that uses spmd, each call whose callee names one of them -- judged from
+# the file's imports, before names are bound -- becomes `<UNTYPED>(call)`,
+# in place.  The stub function is the identity; its hook (untyped.py) reads the
+# real callee's fullname and types the call, or keeps its type.
+
+UNTYPED = "spmd_phantom.untyped"
+_TORCH = "torch"
+
+
+def _torch_bindings(tree: MypyFile) -> Dict[str, str]:
+    """Names the file's imports bind to torch and its submodules and functions
+    -> the dotted path each stands for (`import torch.special as S`: S -> torch.special)."""
+    out: Dict[str, str] = {}
+    for imp in tree.imports:
+        if isinstance(imp, Import):
+            for module, alias in imp.ids:
+                if module == _TORCH or module.startswith(_TORCH + "."):
+                    if alias:
+                        out[alias] = module
+                    else:
+                        out[_TORCH] = _TORCH
+        elif isinstance(imp, ImportFrom) and imp.relative == 0:
+            if imp.id == _TORCH or imp.id.startswith(_TORCH + "."):
+                for name, alias in imp.names:
+                    out[alias or name] = f"{imp.id}.{name}"
+    return out
+
+
+def _dotted(expr: Expression, bindings: Dict[str, str]) -> Optional[str]:
+    if isinstance(expr, NameExpr):
+        return bindings.get(expr.name)
+    if isinstance(expr, MemberExpr):
+        base = _dotted(expr.expr, bindings)
+        return None if base is None else f"{base}.{expr.name}"
+    return None
+
+
+def _is_untyped_wrapper(expr: Expression) -> bool:
+    callee = expr.callee if isinstance(expr, CallExpr) else None
+    return (
+        isinstance(callee, MemberExpr)
+        and callee.name == UNTYPED.rsplit(".", 1)[1]
+        and isinstance(callee.expr, NameExpr)
+        and callee.expr.name == _PHANTOM_ALIAS
+    )
+
+
+def wrap_untyped_calls(tree: MypyFile, node: Any, wanted: Callable[[str], Optional[str]]) -> None:
+    """Wrap the calls in `node` whose callee's dotted path `wanted` maps to a name
+    (idempotent: the call inside a wrapper is never wrapped again)."""
+    bindings = _torch_bindings(tree)
+    if not bindings:
+        return
+    exprs = [e for e in get_subexpressions(node) if isinstance(e, CallExpr)]
+    inside = {id(e.args[0]) for e in exprs if _is_untyped_wrapper(e) and e.args}
+    for call in exprs:
+        if id(call) in inside or _is_untyped_wrapper(call):
+            continue
+        path = _dotted(call.callee, bindings)
+        if path is None or wanted(path) is None:
+            continue
+        inner = CallExpr(call.callee, call.args, call.arg_kinds, call.arg_names)
+        func = MemberExpr(NameExpr(_PHANTOM_ALIAS), UNTYPED.rsplit(".", 1)[1])
+        for part in (inner, func, func.expr):
+            part.set_line(call.line, call.column, call.end_line, call.end_column)
+        call.callee = func
+        call.args = [inner]
+        call.arg_kinds = [ARG_POS]
+        call.arg_names = [None]
+
+
+def untyped_call(ctx: Any) -> Optional[Tuple[str, CallExpr]]:
+    """(fullname of the real callee, the real call) in the hook of the wrapper."""
+    if len(ctx.args) != 1 or len(ctx.args[0]) != 1:
+        return None
+    inner = ctx.args[0][0]
+    if not isinstance(inner, CallExpr) or not isinstance(inner.callee, RefExpr):
+        return None
+    return inner.callee.fullname, inner
+
+
+def call_context(api: Any, call: CallExpr, default_return: Type) -> FunctionContext:
+    """A FunctionContext for a call whose callee mypy could not type: one group
+    per actual argument, named by its keyword, typed as the checker typed it."""
+    types = [api.lookup_type_or_none(a) or AnyType(TypeOfAny.special_form) for a in call.args]
+    return FunctionContext(
+        arg_types=[[t] for t in types],
+        arg_kinds=[[k] for k in call.arg_kinds],
+        callee_arg_names=list(call.arg_names),
+        arg_names=[[n] for n in call.arg_names],
+        default_return_type=default_return,
+        args=[[a] for a in call.args],
+        context=call,
+        api=api,
+    )
+
+
+def _class(api: Any, fullname: str) -> Optional[TypeInfo]:
+    module, _, name = fullname.rpartition(".")
+    tree = api.modules.get(module)
+    sym = tree.names.get(name) if tree is not None else None
+    return sym.node if sym is not None and isinstance(sym.node, TypeInfo) else None
+
+
+def plain_tensor(api: Any) -> Type:
+    info = _class(api, TENSOR)
+    return Instance(info, []) if info is not None else AnyType(TypeOfAny.special_form)
+
+
+def phantom_generic(api: Any, name: str, arg: Type) -> Optional[Type]:
+    """spmd_phantom.<name>[arg], or None if the stub has no such class."""
+    info = _class(api, f"{PHANTOM_MODULE}.{name}")
+    return Instance(info, [arg]) if info is not None else None
 
 
 def type_context(api: Any) -> Optional[Type]:

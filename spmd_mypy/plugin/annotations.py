@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, TypeVar
 
 from ..vocab.localtype import BY_LETTER, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
@@ -62,7 +62,7 @@ class AnnotationError(Exception):
 
 # -- the per-file index ----------------------------------------------------------
 
-_CACHE: Dict[str, Tuple[Tuple[int, int], Dict[Pos, Meta], bool]] = {}
+_CACHE: Dict[str, Tuple[Tuple[int, int], Dict[Pos, Meta], bool, bool]] = {}
 
 
 def _is_annotated(node: ast.expr) -> bool:
@@ -198,10 +198,45 @@ def _parse(source: str) -> Optional[ast.AST]:
 # torch's own installed sources never hold SPMD annotations; mypy analyzes
 # about 1,700 of them on a cold run, so they are not even stat-ed.
 _SKIP = (os.sep + "site-packages" + os.sep + "torch" + os.sep,)
-_NOTHING: Tuple[Dict[Pos, Meta], bool] = ({}, False)
+_NOTHING: Tuple[Dict[Pos, Meta], bool, bool] = ({}, False, False)
 
 
-def _scan(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool]:
+T = TypeVar("T")
+
+
+class _LastLook:
+    """The last answer about one file for one owner.  Hooks ask about the file
+    being analysed or checked thousands of times; an owner is an object that
+    lives for one look at one version of it (the analyzer's tree, the
+    checker's scope of one pass: _mypy.analysis_owner / check_owner), so
+    while it is the same, the answer is too and no stat is needed."""
+
+    __slots__ = ("owner", "path", "value")
+
+    def __init__(self) -> None:
+        self.owner: object = None
+        self.path: Optional[str] = None
+        self.value: object = None
+
+    def get(self, owner: object, path: Optional[str], compute: Callable[[Optional[str]], T]) -> T:
+        if owner is None:
+            return compute(path)
+        if owner is self.owner and path == self.path:
+            return self.value  # type: ignore[return-value]
+        value = compute(path)
+        self.owner, self.path, self.value = owner, path, value
+        return value
+
+
+_LAST_SCAN = _LastLook()
+_LAST_SCOPES = _LastLook()
+
+
+def _scan(path: Optional[str], owner: object = None) -> Tuple[Dict[Pos, Meta], bool, bool]:
+    return _LAST_SCAN.get(owner, path, _scan_file)
+
+
+def _scan_file(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool, bool]:
     if not path or not path.endswith((".py", ".pyi")) or any(s in path for s in _SKIP):
         return _NOTHING
     try:
@@ -211,7 +246,7 @@ def _scan(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool]:
     key = (st.st_mtime_ns, st.st_size)
     hit = _CACHE.get(path)
     if hit is not None and hit[0] == key:
-        return hit[1], hit[2]
+        return hit[1], hit[2], hit[3]
     out: Dict[Pos, Meta] = {}
     try:
         with open(path, "rb") as f:
@@ -219,6 +254,7 @@ def _scan(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool]:
     except OSError:
         data = b""
     uses = b"spmd" in data or b"Spmd" in data or b"SPMD" in data
+    untyped = b"special" in data or b"linalg" in data or b"fft" in data
     if b"Spmd" in data:  # the cheap pre-filter: most files never mention it
         try:
             tree = _parse(data.decode("utf-8"))
@@ -226,23 +262,32 @@ def _scan(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool]:
             tree = None
         if isinstance(tree, ast.Module):
             _collect(tree, out)
-    _CACHE[path] = (key, out, uses)
-    return out, uses
+    _CACHE[path] = (key, out, uses, untyped)
+    return out, uses, untyped
 
 
-def scan(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool]:
+# Each of these takes an optional `owner` (see _LastLook).
+
+
+def scan(path: Optional[str], owner: object = None) -> Tuple[Dict[Pos, Meta], bool]:
     """(index_for(path), mentions_spmd(path)) with one look at the file."""
-    return _scan(path)
+    return _scan(path, owner)[:2]
 
 
-def index_for(path: Optional[str]) -> Dict[Pos, Meta]:
+def index_for(path: Optional[str], owner: object = None) -> Dict[Pos, Meta]:
     """Position of each Annotated's first element -> its metadata (cached per file)."""
-    return _scan(path)[0]
+    return _scan(path, owner)[0]
 
 
-def mentions_spmd(path: Optional[str]) -> bool:
+def mentions_spmd(path: Optional[str], owner: object = None) -> bool:
     """Whether the file mentions spmd at all (then it may build carriers)."""
-    return _scan(path)[1]
+    return _scan(path, owner)[1]
+
+
+def mentions_untyped_torch(path: Optional[str], owner: object = None) -> bool:
+    """Whether a file may call torch.special, torch.linalg or
+    torch.fft (the pre-filter for wrapping those calls: _mypy.route_declared_values)."""
+    return _scan(path, owner)[2]
 
 
 # -- decoding Spmd(...) ------------------------------------------------------------
@@ -458,8 +503,12 @@ def _collect_scopes(tree: ast.AST) -> Tuple[Scope, ...]:
     return tuple(out)
 
 
-def scopes_for(path: Optional[str]) -> Tuple[Scope, ...]:
+def scopes_for(path: Optional[str], owner: object = None) -> Tuple[Scope, ...]:
     """The global and local_map scopes of a file (cached by mtime and size)."""
+    return _LAST_SCOPES.get(owner, path, _scopes_of_file)
+
+
+def _scopes_of_file(path: Optional[str]) -> Tuple[Scope, ...]:
     if not path or not path.endswith((".py", ".pyi")) or any(s in path for s in _SKIP):
         return ()
     try:
@@ -487,13 +536,13 @@ def scopes_for(path: Optional[str]) -> Tuple[Scope, ...]:
     return scopes
 
 
-def global_axes_at(path: Optional[str], line: int) -> Optional[Tuple[str, ...]]:
+def global_axes_at(path: Optional[str], line: int, owner: object = None) -> Optional[Tuple[str, ...]]:
     """The global axes of the code at `line` (() = every axis), None in local code.
 
     The innermost enclosing scope decides: a function handed to local_map is
     local even when it is nested in a global one."""
     best: Optional[Scope] = None
-    for scope in scopes_for(path):
+    for scope in scopes_for(path, owner):
         first, last, _ = scope
         if first <= line <= last and (best is None or first >= best[0] and last <= best[1]):
             best = scope

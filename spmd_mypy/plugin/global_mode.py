@@ -62,7 +62,7 @@ class Scope(NamedTuple):
 def scope_of(ctx: Any) -> Optional[Scope]:
     """The global scope of the call being checked; None in local code."""
     line = getattr(ctx.context, "line", -1)
-    axes = global_axes_at(_mypy.checker_path(ctx.api), line)
+    axes = global_axes_at(_mypy.checker_path(ctx.api), line, _mypy.check_owner(ctx.api))
     return None if axes is None else Scope(axes)
 
 

@@ -271,7 +271,7 @@ def _asks_for_grad(ctx: Any) -> bool:
 def unknown_in_spmd_file(ctx: Any, default: _mypy.Type) -> _mypy.Type:
     """A tensor result of unknown SPMD type: SpmdTensor[Any] in files that use spmd,
     so that returning it from an annotated function is no error (gradual typing)."""
-    if _mypy.has_tensor(default) and mentions_spmd(_mypy.checker_path(ctx.api)):
+    if _mypy.has_tensor(default) and mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api)):
         return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
     return default
 

@@ -15,14 +15,22 @@ from __future__ import annotations
 
 from ..vocab.spec import Spmd
 from . import _mypy
-from .annotations import AnnotationError, decode, scan
+from .annotations import AnnotationError, decode, mentions_untyped_torch, scan
 from .config import Settings
 from .errors import SPMD_ANNOTATION
+from ..vocab.opclasses import untyped_function
 from .guard import guarded, nothing
 
-# Returns and annotated assignments of a module mypy re-parsed without
-# get_additional_deps are rewritten here (_mypy.route_in_analyzer).
-route_values = guarded(_mypy.route_in_analyzer, nothing)
+
+
+def _route_values(ctx: _mypy.AnalyzeTypeContext) -> None:
+    """Returns, annotated assignments and untyped torch calls of a module mypy
+    re-parsed without get_additional_deps are rewritten here (_mypy.route_in_analyzer)."""
+    untyped = mentions_untyped_torch(_mypy.analyzer_path(ctx), _mypy.analysis_owner(ctx))
+    _mypy.route_in_analyzer(ctx, untyped_function if untyped else None)
+
+
+route_values = guarded(_route_values, nothing)
 
 
 def check_axes(spmd: Spmd, settings: Settings) -> None:
@@ -48,7 +56,7 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
 
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
-    index, uses_spmd = scan(_mypy.analyzer_path(ctx))
+    index, uses_spmd = scan(_mypy.analyzer_path(ctx), _mypy.analysis_owner(ctx))
     if uses_spmd:
         route_values(ctx)
     plain = _mypy.plain_tensor_in_analyzer(ctx)

@@ -13,7 +13,7 @@ declared.py.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 from ..vocab.collectives import fix_call, mismatch_consequence
 from ..vocab.localtype import AxisType, I, P, R, V
@@ -84,7 +84,12 @@ def _check_argument(api: Any, expr: Any, want: Spmd, label: str) -> List[Optiona
     return held
 
 
-def _passthrough(held: List[Optional[Spmd]], named: set) -> Dict[str, AxisType]:
+class _Passthrough(NamedTuple):
+    axes: Dict[str, AxisType]  # axes some argument names and no parameter does
+    rest: Optional[AxisType]  # every axis no argument names (spec form: R there)
+
+
+def _passthrough(held: List[Optional[Spmd]], named: set) -> _Passthrough:
     """Types of the result on axes no parameter of the callee names.
 
     The callee sees those axes as unknown, so it applies no collective there
@@ -92,26 +97,40 @@ def _passthrough(held: List[Optional[Spmd]], named: set) -> Dict[str, AxisType]:
     if one is V or S(i).  (P and I there are errors already:
     hidden_obligations.)  Without this, the result would be unknown on those
     axes and fit any declared type, e.g. a dp=S(0) batch through a tp-only
-    helper returned as dp=R.  An unknown argument makes every such axis
-    unknown."""
+    helper returned as dp=R.  An argument in the spec form is R on every
+    axis it does not name (likewise a factory result's `*=R`), so when every
+    argument knows every axis the result does too (`rest`).  An unknown
+    argument makes every such axis unknown."""
     if not held or any(h is None for h in held):
-        return {}
+        return _Passthrough({}, None)
     out: Dict[str, AxisType] = {}
     axes = {a for h in held if h is not None for a in h.axes} - named
     for axis in sorted(axes):
         types = [h.axis_type(axis) for h in held if h is not None]
         if any(t is None or t is P or t is I for t in types):
             continue
-        out[axis] = R if all(t is R for t in types) else V
-    return out
+        out[axis] = _join(types)
+    others = [(R if h.spec is not None else h.rest) for h in held if h is not None]
+    rest = None if any(t is None or t is P or t is I for t in others) else _join(others)
+    return _Passthrough(out, rest)
 
 
-def _with_passthrough(api: Any, ret: _mypy.Type, extra: Dict[str, AxisType]) -> _mypy.Type:
+def _join(types: List[Optional[AxisType]]) -> AxisType:
+    return R if all(t is R for t in types) else V
+
+
+def _with_passthrough(api: Any, ret: _mypy.Type, extra: _Passthrough, named: set) -> _mypy.Type:
     declared = spmd_of(ret)
-    if not extra or declared is None or declared.spec is not None:
+    if declared is None or declared.spec is not None or (not extra.axes and extra.rest is None):
         return ret
-    merged = {**extra, **declared.axes}
-    return carrier(api, Spmd.of(merged, None, declared.nograd, declared.rest))
+    merged = {**extra.axes, **declared.axes}
+    rest = declared.rest
+    if rest is None and named <= set(declared.axes):
+        # `rest` covers every axis the result does not name; an axis a
+        # parameter names and the return does not stays unknown, so only
+        # when there is none.
+        rest = extra.rest
+    return carrier(api, Spmd.of(merged, None, declared.nograd, rest))
 
 
 def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
@@ -131,7 +150,7 @@ def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
         for expr in ctx.args[i] if i < len(ctx.args) else ():
             held += _check_argument(ctx.api, expr, want, label)
     named = {a for e in expected if e is not None for a in e.axes}
-    ret = _with_passthrough(ctx.api, sig.ret_type, _passthrough(held, named))
+    ret = _with_passthrough(ctx.api, sig.ret_type, _passthrough(held, named), named)
     return _mypy.with_arg_types(sig, relaxed).copy_modified(ret_type=ret)
 
 
@@ -175,7 +194,7 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
     if not any(spmd_of(t) is not None for t in _mypy.element_types(fwd.ret_type)):
         return unknown_in_spmd_file(ctx, fwd.ret_type)  # an unannotated forward (nn.Linear)
     named = {a for t in fwd.arg_types for e in [spmd_of(t)] if e is not None for a in e.axes}
-    return _with_passthrough(ctx.api, fwd.ret_type, _passthrough(held, named))
+    return _with_passthrough(ctx.api, fwd.ret_type, _passthrough(held, named), named)
 
 
 def _module_call(ctx: Any) -> _mypy.Type:

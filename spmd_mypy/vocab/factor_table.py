@@ -137,6 +137,10 @@ _POINTWISE = _names(
     logical_not logical_and logical_or logical_xor isnan isinf isfinite
     dropout alpha_dropout feature_alpha_dropout rand_like randn_like bernoulli
     zeros_like ones_like empty_like full_like
+    special.expit special.erf special.erfc special.erfcx special.erfinv special.exp2
+    special.expm1 special.log1p special.logit special.ndtr special.ndtri special.log_ndtr
+    special.i0 special.i0e special.i1 special.i1e special.digamma special.psi
+    special.gammaln special.entr special.sinc special.round special.xlogy special.xlog1py
     """
 )
 
@@ -210,6 +214,7 @@ def _table() -> Dict[str, Row]:
     t: Dict[str, Row] = {n: Row("pointwise") for n in _POINTWISE}
     t["expand_as"] = Row("pointwise", values=(0,))
     t["matmul"] = Row("matmul")
+    t["linalg.matmul"] = Row("matmul")
     t["__matmul__"] = Row("matmul")
     t["__rmatmul__"] = Row("matmul")
     t["einsum"] = Row("einsum")

@@ -113,9 +113,62 @@ _FACTORIES = _names(
 # stays unknown.  Either way the result carries no gradient unless
 # requires_grad= is passed.
 WITHOUT_OPERANDS: Final[dict[str, AxisType]] = {
-    **{n: R for n in _names("zeros ones empty full arange linspace logspace eye")},
+    **{n: R for n in _names("zeros ones empty full arange linspace logspace eye fft.fftfreq fft.rfftfreq")},
     **{n: V for n in _names("rand randn randint randperm normal")},
 }
+
+# torch.special, torch.linalg and torch.fft are untyped (Any) in torch's own
+# stubs, so mypy runs no hook on their calls.  The plugin types direct calls of
+# the functions named here, keyed "<module>.<name>" ("special.expit"), like any
+# torch function; other names of those modules (LinAlgError, a function newer
+# than this table) stay untyped.  Their classes: the transforms of torch.fft
+# are linear, its frequency grids factories; linalg's products multilinear and
+# its diagonal linear; everything else (every special function, norms,
+# decompositions, solves) is nonlinear, the default.
+_UNTYPED_MODULES: Final[dict[str, str]] = {
+    "special": """
+        airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 chebyshev_polynomial_t
+        chebyshev_polynomial_u chebyshev_polynomial_v chebyshev_polynomial_w digamma entr
+        erf erfc erfcx erfinv exp2 expit expm1 gammainc gammaincc gammaln
+        hermite_polynomial_h hermite_polynomial_he i0 i0e i1 i1e laguerre_polynomial_l
+        legendre_polynomial_p log1p log_ndtr log_softmax logit logsumexp modified_bessel_i0
+        modified_bessel_i1 modified_bessel_k0 modified_bessel_k1 multigammaln ndtr ndtri
+        polygamma psi round shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u
+        shifted_chebyshev_polynomial_v shifted_chebyshev_polynomial_w scaled_modified_bessel_k0
+        scaled_modified_bessel_k1 sinc softmax spherical_bessel_j0 xlog1py xlogy zeta
+    """,
+    "linalg": """
+        cholesky cholesky_ex cond cross det diagonal eig eigh eigvals eigvalsh
+        householder_product inv inv_ex ldl_factor ldl_factor_ex ldl_solve lstsq lu lu_factor
+        lu_factor_ex lu_solve matmul matrix_exp matrix_norm matrix_power matrix_rank multi_dot
+        norm pinv qr slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve
+        vander vecdot vector_norm
+    """,
+    "fft": """
+        fft fft2 fftfreq fftn fftshift hfft hfft2 hfftn ifft ifft2 ifftn ifftshift ihfft ihfft2
+        ihfftn irfft irfft2 irfftn rfft rfft2 rfftfreq rfftn
+    """,
+}
+UNTYPED_FUNCTIONS: Final[frozenset[str]] = frozenset(
+    f"{module}.{name}" for module, names in _UNTYPED_MODULES.items() for name in names.split()
+)
+
+
+def untyped_function(fullname: str) -> Optional[str]:
+    """The key of a function of UNTYPED_FUNCTIONS ("torch.special.expit" ->
+    "special.expit"); None for any other name."""
+    key = fullname[6:] if fullname.startswith("torch.") else ""
+    return key if key in UNTYPED_FUNCTIONS else None
+
+
+_UNTYPED_LINEAR = _names(
+    """
+    fft.fft fft.fft2 fft.fftn fft.fftshift fft.hfft fft.hfft2 fft.hfftn fft.ifft fft.ifft2
+    fft.ifftn fft.ifftshift fft.ihfft fft.ihfft2 fft.ihfftn fft.irfft fft.irfft2 fft.irfftn
+    fft.rfft fft.rfft2 fft.rfftn linalg.diagonal
+    """
+)
+_UNTYPED_MULTILINEAR = _names("linalg.matmul linalg.vecdot linalg.multi_dot linalg.cross")
 
 TORCH_FUNCTIONS: Final[dict[str, str]] = {
     **{n: RANDOM for n in _RANDOM},
@@ -123,6 +176,9 @@ TORCH_FUNCTIONS: Final[dict[str, str]] = {
     **{n: MULTILINEAR for n in _MULTILINEAR_COMMON},
     **{n: DIVIDE for n in _DIVIDE_COMMON},
     **{n: FACTORY for n in _FACTORIES},
+    **{n: LINEAR for n in _UNTYPED_LINEAR},
+    **{n: MULTILINEAR for n in _UNTYPED_MULTILINEAR},
+    **{n: FACTORY for n in _names("fft.fftfreq fft.rfftfreq")},
 }
 
 TENSOR_METHODS: Final[dict[str, str]] = {

@@ -302,6 +302,8 @@ UNARY: Tuple[Tuple[str, Tuple[str, ...], int, Callable[[Shape], Shape]], ...] = 
     ("torch.tanh({0})", (NONLINEAR,), 0, _same),
     ("torch.sigmoid({0})", (NONLINEAR,), 0, _same),
     ("torch.special.expit({0})", (NONLINEAR,), 0, _same),
+    ("torch.linalg.vector_norm({0}, dim=-1)", (NONLINEAR,), 1, lambda s: s[:-1]),
+    ("torch.fft.fft({0}).real", (LINEAR,), 1, _same),
     ("torch.exp({0} * 0.1)", (MULTI, NONLINEAR), 0, _same),
     ("{0}.abs()", (NONLINEAR,), 0, _same),
     ("torch.clamp({0}, -1.0, 1.0)", (NONLINEAR,), 0, _same),

@@ -37,10 +37,10 @@ CASES: Tuple[Regression, ...] = (
             (Stmt("v0", expr="torch.special.expit(x0)"),),
             {"dp": "R", "tp": "P"},
         ),
-        "xfail",
-        "torch.special / torch.linalg / torch.fft functions are Any to mypy (torch ships no "
-        "types for them), so the plugin never sees the call and its Any result fits any "
-        "annotated return: an I value returned as P is accepted",
+        "sound",
+        "was accepted (S1): torch.special / torch.linalg / torch.fft functions are Any to mypy, "
+        "so the plugin never saw the call and its Any result fitted any annotated return (an I "
+        "value returned as P); now their calls are wrapped and typed (plugin/untyped.py)",
     ),
     Regression(
         "helper_typed_on_fewer_axes_hides_a_partial",
@@ -136,6 +136,26 @@ CASES: Tuple[Regression, ...] = (
         "was accepted (S7): an operator with a Union on the right (v0 + v0) gave a plain Tensor "
         "(mypy asks for the hook of '__radd__ of TensorBase'); now typed per alternative",
     ),
+    Regression(
+        "spec_form_argument_through_a_per_axis_helper",
+        _prog(
+            (Input("x0", {"dp": "R", "tp": "S(1)"}, (2, 4), spec_form=True),),
+            (
+                Stmt("v0", expr="part_helper(x0)"),
+                Stmt("v1", op="all_gather", arg="v0", axis="tp", src="S(1)", dst="I"),
+                Stmt("v2", expr="v1.sum()"),
+            ),
+            {"dp": "I", "tp": "I"},
+            prelude=(
+                "def part_helper(a: Annotated[Tensor, Spmd(tp=S(1))]) -> Annotated[Tensor, Spmd(tp=V)]:\n"
+                "    return torch.tanh(a)\n"
+            ),
+        ),
+        "sound",
+        "was accepted (S8): a spec-form argument is R on the axes its spec does not name (dp), "
+        "but through a helper typed on tp only the result came back unknown on dp and fitted "
+        "a dp=I return; now the result keeps *=R and the return is spmd-return",
+    ),
 )
 
 
@@ -143,9 +163,7 @@ CASES: Tuple[Regression, ...] = (
 # with its meaning and contains all of a finding's markers is counted under
 # the finding's name instead of as a new unsound acceptance.  Remove an entry when its
 # regression case above passes.
-KNOWN_OPEN: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
-    ("S1 torch.special is Any", ("torch.special.",)),
-)
+KNOWN_OPEN: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
 
 def known_finding(source: str) -> str:

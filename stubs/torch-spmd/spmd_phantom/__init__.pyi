@@ -9,11 +9,12 @@
 # strings (spmd_mypy.vocab.spec).  SpmdTensor[Any] is a tensor of unknown
 # SPMD type.  Pyright and other checkers without plugins see a plain Tensor.
 
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from torch import Tensor
 
 _S_co = TypeVar("_S_co", covariant=True)
+_T = TypeVar("_T")
 
 class SpmdTensor(Tensor, Generic[_S_co]): ...
 
@@ -38,3 +39,74 @@ class SpmdOptAttr(Generic[_S_co]):
 # the value against the declared type per axis.  Never called at runtime.
 def returned(value: object) -> Any: ...
 def assigned(value: object) -> Any: ...
+
+# torch.special, torch.linalg and torch.fft are untyped (Any) in torch's own
+# stubs.  In files that use spmd the plugin wraps each call that may reach them
+# in untyped(...) (spmd_mypy/plugin/untyped.py), whose hook types the call from
+# the op tables.  Never called at runtime.
+def untyped(value: _T) -> _T: ...
+
+# The named tuples torch.linalg returns (torch.return_types.linalg_*), generic
+# in the tensor type: every field of one result has the same SPMD type.
+
+class linalg_cholesky_ex(NamedTuple, Generic[_T]):
+    L: _T
+    info: _T
+
+class linalg_eig(NamedTuple, Generic[_T]):
+    eigenvalues: _T
+    eigenvectors: _T
+
+class linalg_eigh(NamedTuple, Generic[_T]):
+    eigenvalues: _T
+    eigenvectors: _T
+
+class linalg_inv_ex(NamedTuple, Generic[_T]):
+    inverse: _T
+    info: _T
+
+class linalg_ldl_factor(NamedTuple, Generic[_T]):
+    LD: _T
+    pivots: _T
+
+class linalg_ldl_factor_ex(NamedTuple, Generic[_T]):
+    LD: _T
+    pivots: _T
+    info: _T
+
+class linalg_lstsq(NamedTuple, Generic[_T]):
+    solution: _T
+    residuals: _T
+    rank: _T
+    singular_values: _T
+
+class linalg_lu(NamedTuple, Generic[_T]):
+    P: _T
+    L: _T
+    U: _T
+
+class linalg_lu_factor(NamedTuple, Generic[_T]):
+    LU: _T
+    pivots: _T
+
+class linalg_lu_factor_ex(NamedTuple, Generic[_T]):
+    LU: _T
+    pivots: _T
+    info: _T
+
+class linalg_qr(NamedTuple, Generic[_T]):
+    Q: _T
+    R: _T
+
+class linalg_slogdet(NamedTuple, Generic[_T]):
+    sign: _T
+    logabsdet: _T
+
+class linalg_solve_ex(NamedTuple, Generic[_T]):
+    result: _T
+    info: _T
+
+class linalg_svd(NamedTuple, Generic[_T]):
+    U: _T
+    S: _T
+    Vh: _T

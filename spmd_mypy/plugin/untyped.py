@@ -1,0 +1,50 @@
+"""Calls of torch.special, torch.linalg and torch.fft, which torch leaves untyped.
+
+torch assigns these modules' functions from an untyped extension module, so
+mypy types every one of them as Any: a call runs no plugin hook, and its Any
+result fits every annotation (an I value through torch.special.expit would
+fit a P return).  In files that use spmd, the plugin wraps each call whose
+callee names a function of opclasses.UNTYPED_FUNCTIONS in the identity stub
+`spmd_phantom.untyped(...)` (_mypy.wrap_untyped_calls, chosen by
+opclasses.untyped_function from the file's imports).
+This module is that stub's hook: it types the real call from the op tables,
+like any torch function.  The result is a tensor, or, for the torch.linalg
+functions that return a named tuple, the stub's generic named tuple of the
+same name (spmd_phantom.linalg_qr[...]) with every field of the result's
+type.  A wrapped call of anything else keeps its own type.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+from ..vocab.opclasses import untyped_function
+from . import _mypy, global_mode, ops
+from .guard import default_return, guarded
+
+_OP_HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {}
+
+
+def _op_hook(name: str) -> Callable[[Any], _mypy.Type]:
+    hook = _OP_HOOKS.get(name)
+    if hook is None:
+        hook = _OP_HOOKS[name] = ops.op_hook(name, "torch", False, global_mode.refine_op)
+    return hook
+
+
+def _untyped(ctx: Any) -> _mypy.Type:
+    default = ctx.default_return_type
+    found = _mypy.untyped_call(ctx)
+    if found is None or not _mypy.is_any(default):
+        return default  # not a wrapped call, or torch typed it after all
+    fullname, call = found
+    name = untyped_function(fullname)
+    if name is None:
+        return default  # a local name that shadows torch, or another attribute
+    result = _op_hook(name)(_mypy.call_context(ctx.api, call, _mypy.plain_tensor(ctx.api)))
+    named_tuple = _mypy.phantom_generic(ctx.api, name.replace(".", "_"), result)
+    return named_tuple if named_tuple is not None else result
+
+
+untyped_hook = guarded(_untyped, default_return)
+HOOKS = {_mypy.UNTYPED: untyped_hook}
