@@ -22,6 +22,7 @@ never imports torch.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -131,7 +132,7 @@ class SpmdPlugin(_mypy.Plugin):
         settings = self.settings
         comms.configure(settings)
         self._tensor_hook: Hook = guarded(
-            lambda ctx: reading.analyze_tensor(ctx, settings), _mypy.plain_tensor_in_analyzer
+            functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
         )
         self._module_class_hook: Hook = guarded(_mypy.make_class_attributes_descriptors, nothing)
         declared_hooks = {

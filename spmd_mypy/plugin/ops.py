@@ -198,6 +198,14 @@ class Alternatives(Tuple[Spmd, ...]):
     """The result of an op on a value from two branches, one type per branch."""
 
 
+# (name, class, namespace, operand types, n_product) -> the result of an
+# inference that reported no error: the same op on the same types is typed
+# again thousands of times in a codebase, and the text of the operands only
+# matters for error messages.
+_INFERRED: dict = {}
+_MAX_INFERRED = 65536
+
+
 def _infer_one(
     ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand], n_product: int
 ) -> Optional[Spmd]:
@@ -208,6 +216,23 @@ def _infer_one(
         return None
     if any(o is None for _, o in ops):
         return None  # a plain tensor operand: gradual typing, result unknown
+    if cls == FACTORY:
+        return _infer_typed(ctx, name, cls, namespace, ops, n_product)[0]
+    key = (name, cls, namespace, n_product, tuple(o for _, o in ops))
+    hit = _INFERRED.get(key, _INFERRED)
+    if hit is not _INFERRED:
+        return hit  # type: ignore[return-value]
+    result, failed = _infer_typed(ctx, name, cls, namespace, ops, n_product)
+    if not failed and len(_INFERRED) < _MAX_INFERRED:
+        _INFERRED[key] = result
+    return result
+
+
+def _infer_typed(
+    ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand], n_product: int
+) -> Tuple[Optional[Spmd], bool]:
+    """_infer_one on operands that are all typed: (result, whether a rule error was reported)."""
+    failed = False
     axes = sorted({a for _, o in ops if isinstance(o, Spmd) for a in o.axes})
     nograd = [o.nograd if isinstance(o, Spmd) else True for _, o in ops]
     result: dict = {}
@@ -228,15 +253,16 @@ def _infer_one(
                 ctx.context,
                 SPMD_OP,
             )
+            failed = True
             continue
         if t is not None:
             result[axis] = t
     rest = _rest(cls, ops, nograd, n_product)
     if not result and rest is None:
-        return None
+        return None, failed
     tensors_nograd = all(o.nograd for _, o in ops if isinstance(o, Spmd))
     fresh = cls == FACTORY and not _asks_for_grad(ctx)  # zeros_like(x), x.new_ones(n)
-    return Spmd.of(result, None, tensors_nograd or fresh or name in NO_GRAD_RESULTS, rest)
+    return Spmd.of(result, None, tensors_nograd or fresh or name in NO_GRAD_RESULTS, rest), failed
 
 
 def _combine(cls: str, types: List[object], nograd: List[bool], n_product: int) -> Optional[AxisType]:

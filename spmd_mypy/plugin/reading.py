@@ -57,9 +57,10 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
     index, uses_spmd = scan(_mypy.analyzer_path(ctx), _mypy.analysis_owner(ctx))
-    if uses_spmd:
-        route_values(ctx)
     plain = _mypy.plain_tensor_in_analyzer(ctx)
+    if not uses_spmd:
+        return plain  # torch, typeshed, code without spmd: most Tensors mypy sees
+    route_values(ctx)
     meta = index.get(_mypy.type_position(ctx))
     if meta is None:
         return plain

@@ -13,7 +13,7 @@ declared.py.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from ..vocab.collectives import fix_call, mismatch_consequence
 from ..vocab.localtype import AxisType, I, P, R, V
@@ -133,9 +133,29 @@ def _with_passthrough(api: Any, ret: _mypy.Type, extra: _Passthrough, named: set
     return carrier(api, Spmd.of(merged, None, declared.nograd, rest))
 
 
+# The parameters' types of a signature -> what each asks (see _expected).  Keyed
+# by the identities of the parameter type objects, which the entry keeps alive:
+# a bound method's signature is new on every call but shares them, and an
+# edited function (daemon) gets new ones.
+_EXPECTED: Dict[Tuple[int, ...], Tuple[List[_mypy.Type], List[Optional[Spmd]]]] = {}
+_MAX_EXPECTED = 65536
+
+
+def _expected_of(sig: _mypy.CallableType) -> List[Optional[Spmd]]:
+    key = tuple(map(id, sig.arg_types))
+    hit = _EXPECTED.get(key)
+    if hit is not None:
+        return hit[1]
+    expected = [_expected(t) for t in sig.arg_types]
+    if len(_EXPECTED) >= _MAX_EXPECTED:
+        _EXPECTED.clear()  # a long daemon session: drop what edits left behind
+    _EXPECTED[key] = (list(sig.arg_types), expected)
+    return expected
+
+
 def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
     sig = ctx.default_signature
-    expected = [_expected(t) for t in sig.arg_types]
+    expected = _expected_of(sig)
     if not any(e is not None for e in expected):
         return sig
     relaxed: List[_mypy.Type] = []
