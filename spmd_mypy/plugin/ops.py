@@ -12,7 +12,7 @@ Also here: in-place ops must not change the receiver's type, and
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..vocab.collectives import fix_call
 from ..vocab.localtype import I, P, R, AxisType, Shard, grad_type
@@ -202,7 +202,7 @@ class Alternatives(Tuple[Spmd, ...]):
 # inference that reported no error: the same op on the same types is typed
 # again thousands of times in a codebase, and the text of the operands only
 # matters for error messages.
-_INFERRED: dict = {}
+_INFERRED: Dict[Tuple[object, ...], Optional[Spmd]] = {}
 _MAX_INFERRED = 65536
 
 
@@ -219,9 +219,8 @@ def _infer_one(
     if cls == FACTORY:
         return _infer_typed(ctx, name, cls, namespace, ops, n_product)[0]
     key = (name, cls, namespace, n_product, tuple(o for _, o in ops))
-    hit = _INFERRED.get(key, _INFERRED)
-    if hit is not _INFERRED:
-        return hit  # type: ignore[return-value]
+    if key in _INFERRED:
+        return _INFERRED[key]
     result, failed = _infer_typed(ctx, name, cls, namespace, ops, n_product)
     if not failed and len(_INFERRED) < _MAX_INFERRED:
         _INFERRED[key] = result
