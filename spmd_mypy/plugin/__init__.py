@@ -9,7 +9,8 @@ of times per run):
   spmd.* collectives      comms.HOOKS             (src/dst from vocab.collectives)
   Module.__call__         relation.module_call_hook (routed to forward)
   Function.apply          relation.function_apply_hook (routed to forward)
-  user function calls     relation.signature_hook (arguments checked per axis)
+  user function calls     relation.signature_hook (parameters relaxed), then
+                          relation.argument_hook (arguments checked per axis)
   carrier attributes      ops.attribute_hook      (.T keeps the type, .grad is its gradient)
   return / y: T = e       declared.HOOKS          (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
@@ -71,7 +72,7 @@ def _function_hook(fullname: str) -> Optional[Hook]:
             return ops.op_hook(name, namespace, False, global_mode.refine_op) if "." not in name else None
     if fullname.startswith(_DISTRIBUTED_PREFIX):
         return comms.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
-    return None
+    return _argument_hook(fullname) if _user_code(fullname) else None
 
 
 def _method_hook(fullname: str) -> Optional[Hook]:
@@ -88,7 +89,7 @@ def _method_hook(fullname: str) -> Optional[Hook]:
         return relation.module_call_hook
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
         return relation.function_apply_hook
-    return None
+    return _argument_hook(fullname) if _user_code(fullname) else None
 
 
 # Standard-library modules (typeshed's, which no user module may shadow):
@@ -97,12 +98,19 @@ def _method_hook(fullname: str) -> Optional[Hook]:
 _STDLIB = _mypy.stdlib_modules()
 
 
+def _user_code(fullname: str) -> bool:
+    """A callee that may hold SPMD annotations: not torch, typing, stdlib, ours."""
+    return not fullname.startswith(_LIBRARY_PREFIXES) and fullname.partition(".")[0] not in _STDLIB
+
+
 def _signature_hook(fullname: str) -> Optional[Hook]:
     if fullname.startswith(_TORCH_FUNCTION_PREFIXES):
         return relation.torch_signature_hook
-    if fullname.startswith(_LIBRARY_PREFIXES) or fullname.partition(".")[0] in _STDLIB:
-        return None
-    return global_mode.exact_arguments(relation.signature_hook(fullname.rsplit(".", 1)[-1]))
+    return relation.signature_hook if _user_code(fullname) else None
+
+
+def _argument_hook(fullname: str) -> Hook:
+    return global_mode.exact_arguments(relation.argument_hook(fullname.rsplit(".", 1)[-1]))
 
 
 def _attribute_hook(fullname: str) -> Optional[Hook]:

@@ -498,6 +498,12 @@ def make_class_attributes_descriptors(ctx: Any) -> None:
 # -- signatures at call sites ------------------------------------------------------
 
 
+def typed_before(api: Any, expr: Expression) -> Type:
+    """The type the checker gave `expr` already (typed again if it has none)."""
+    found = api.lookup_type_or_none(expr)
+    return found if found is not None else expression_type(api, expr)
+
+
 def expression_type(api: Any, expr: Expression) -> Type:
     return api.get_expression_type(expr)
 

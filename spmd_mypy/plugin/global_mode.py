@@ -41,7 +41,7 @@ from ..vocab.localtype import P, Shard, V, AxisType
 from ..vocab.opclasses import REFLECTED, SCALAR, op_class
 from ..vocab.spec import SpecError, Spmd, mismatches
 from ..vocab.spec_collectives import apply_collective
-from . import _mypy, comms, ops
+from . import _mypy, comms, ops, relation
 from .annotations import AnnotationError, Meta, decode, global_axes_at
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
@@ -487,9 +487,9 @@ def _local_map(ctx: Any) -> _mypy.Type:
 
 
 def exact_arguments(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Wrap a user-function signature hook: in global code, an argument whose declared
-    type is spec-form must match the spec exactly (the per-axis check lets S(i) stand
-    for S(j))."""
+    """Wrap a user-function argument hook (relation.argument_hook): in global
+    code, an argument whose declared type is spec-form must match the spec
+    exactly (the per-axis check lets S(i) stand for S(j))."""
 
     def hook(ctx: Any) -> Any:
         guarded(_exact_arguments, lambda ctx: None)(ctx)
@@ -499,27 +499,28 @@ def exact_arguments(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def _exact_arguments(ctx: Any) -> None:
-    sig = ctx.default_signature
-    scope = scope_of(ctx)
-    if scope is not None:
-        for i, formal in enumerate(sig.arg_types):
-            want = spmd_of(formal)
-            if want is None or want.spec is None or i >= len(ctx.args):
+    sig = relation.pending_signature(ctx)
+    scope = scope_of(ctx) if sig is not None else None
+    if scope is None or sig is None:
+        return
+    for i, formal in enumerate(sig.arg_types):
+        want = spmd_of(formal)
+        if want is None or want.spec is None or i >= len(ctx.args):
+            continue
+        for expr, typ in zip(ctx.args[i], ctx.arg_types[i]):
+            got = spmd_of(typ)
+            if got is None or mismatches(got, want):
                 continue
-            for expr in ctx.args[i]:
-                got = spmd_of(_mypy.expression_type(ctx.api, expr))
-                if got is None or mismatches(got, want):
-                    continue
-                exact = spec_mismatch(got, want, scope)
-                if exact is not None:
-                    _mypy.fail(
-                        ctx.api,
-                        f"Argument {i + 1} is {exact[0]} where {exact[1]} is expected: in "
-                        f"global code the spec must match. Hint: "
-                        f"spmd.redistribute({_mypy.expr_text(expr)}, src={got!r}, dst={want!r})",
-                        expr,
-                        SPMD_GLOBAL,
-                    )
+            exact = spec_mismatch(got, want, scope)
+            if exact is not None:
+                _mypy.fail(
+                    ctx.api,
+                    f"Argument {i + 1} is {exact[0]} where {exact[1]} is expected: in "
+                    f"global code the spec must match. Hint: "
+                    f"spmd.redistribute({_mypy.expr_text(expr)}, src={got!r}, dst={want!r})",
+                    expr,
+                    SPMD_GLOBAL,
+                )
 
 
 def exact_declared(inner: Callable[[Any], Any], what: str) -> Callable[[Any], Any]:

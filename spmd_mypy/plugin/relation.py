@@ -3,9 +3,10 @@
 mypy compares carriers by their Literal strings, which is too strict for
 arguments: a value that knows more axes than a parameter names still fits it,
 and an unannotated tensor is unknown (gradual typing lets it through).  So at
-every call site a signature hook checks each argument per axis with
-`vocab.mismatches`, reports spmd-arg with the fix, and hands mypy the
-signature with those parameters relaxed to plain Tensor.
+every call site a signature hook hands mypy the signature with those
+parameters relaxed to plain Tensor, and the function (or method) hook, which
+sees the arguments as mypy typed them, checks each per axis with
+`vocab.mismatches` and reports spmd-arg with the fix.
 
 Returns and annotated assignments are checked with the same relation in
 declared.py.
@@ -71,12 +72,16 @@ def _expected(formal: _mypy.Type) -> Optional[Spmd]:
     return None
 
 
-def _check_argument(api: Any, expr: Any, want: Spmd, label: str) -> List[Optional[Spmd]]:
-    """Check one argument; return the types it holds (None: an unknown tensor)."""
+def _check_argument(api: Any, expr: Any, typ: _mypy.Type, want: Spmd, label: str) -> List[Optional[Spmd]]:
+    """Check one argument of type `typ`; return the types it holds (None: an
+    unknown tensor).  The items of a list display are checked one by one, by
+    the types mypy gave them (the list's own type is joined in the context of
+    the relaxed parameter and has lost them)."""
     held: List[Optional[Spmd]] = []
     items = _mypy.display_items(expr)
-    for item in items if items is not None else [expr]:
-        for t in _mypy.element_types(_mypy.expression_type(api, item)):
+    pairs = [(item, _mypy.typed_before(api, item)) for item in items] if items is not None else [(expr, typ)]
+    for item, item_type in pairs:
+        for t in _mypy.element_types(item_type):
             got = spmd_of(t)
             held.append(got)
             if got is not None:
@@ -153,29 +158,62 @@ def _expected_of(sig: _mypy.CallableType) -> List[Optional[Spmd]]:
     return expected
 
 
-def _check_and_relax(ctx: Any, callee: str) -> _mypy.CallableType:
+# Between the signature hook and the function hook of one call: the call, the
+# signature mypy had before relaxing, and what each parameter asks.  Keyed by
+# the call expression, which the entry keeps alive; mypy may type a call more
+# than once, so an entry stays until the next signature hook of that call.
+_PENDING: Dict[int, Tuple[Any, _mypy.CallableType, List[Optional[Spmd]]]] = {}
+_MAX_PENDING = 65536
+
+
+def _relax(ctx: Any) -> _mypy.CallableType:
+    """The signature hook: parameters holding carriers become plain Tensor, so
+    mypy's exact comparison of Literal strings never runs (the function hook
+    checks them per axis, once mypy has typed the arguments)."""
     sig = ctx.default_signature
     expected = _expected_of(sig)
     if not any(e is not None for e in expected):
         return sig
-    relaxed: List[_mypy.Type] = []
+    relaxed = [
+        _mypy.relax_tensors(ctx.api, formal) if want is not None else formal
+        for want, formal in zip(expected, sig.arg_types)
+    ]
+    if len(_PENDING) >= _MAX_PENDING:
+        _PENDING.clear()
+    _PENDING[id(ctx.context)] = (ctx.context, sig, expected)
+    return _mypy.with_arg_types(sig, relaxed)
+
+
+def pending_signature(ctx: Any) -> Optional[_mypy.CallableType]:
+    """The unrelaxed signature of the call a function hook is typing, if relaxed."""
+    entry = _PENDING.get(id(ctx.context))
+    return entry[1] if entry is not None and entry[0] is ctx.context else None
+
+
+def _check_arguments(ctx: Any, callee: str) -> _mypy.Type:
+    """The function hook: each argument per axis against its parameter; the
+    result keeps the arguments' types on axes no parameter names."""
+    entry = _PENDING.get(id(ctx.context))
+    if entry is None or entry[0] is not ctx.context:
+        return ctx.default_return_type
+    _, sig, expected = entry
     held: List[Optional[Spmd]] = []
-    for i, (want, formal) in enumerate(zip(expected, sig.arg_types)):
-        if want is None:
-            relaxed.append(formal)
+    for i, want in enumerate(expected):
+        if want is None or i >= len(ctx.args):
             continue
-        relaxed.append(_mypy.relax_tensors(ctx.api, formal))
         name = sig.arg_names[i] if i < len(sig.arg_names) else None
         label = f'Argument "{name}" to "{callee}"' if name else f'Argument {i + 1} to "{callee}"'
-        for expr in ctx.args[i] if i < len(ctx.args) else ():
-            held += _check_argument(ctx.api, expr, want, label)
+        for expr, typ in zip(ctx.args[i], ctx.arg_types[i]):
+            held += _check_argument(ctx.api, expr, typ, want, label)
     named = {a for e in expected if e is not None for a in e.axes}
-    ret = _with_passthrough(ctx.api, sig.ret_type, _passthrough(held, named), named)
-    return _mypy.with_arg_types(sig, relaxed).copy_modified(ret_type=ret)
+    return _with_passthrough(ctx.api, ctx.default_return_type, _passthrough(held, named), named)
 
 
-def signature_hook(callee: str) -> Any:
-    return guarded(lambda ctx: _check_and_relax(ctx, callee), default_signature)
+signature_hook = guarded(_relax, default_signature)
+
+
+def argument_hook(callee: str) -> Any:
+    return guarded(lambda ctx: _check_arguments(ctx, callee), default_return)
 
 
 def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
