@@ -648,11 +648,20 @@ def _may_hold_tensor(annotation: Optional[Type]) -> bool:
     return not names <= _NOT_TENSOR_NAMES
 
 
+def _is_phantom_call(expr: Expression, callee: Optional[str] = None) -> bool:
+    """A call the rewrite made: of the stub module's `callee` (any function if None)."""
+    func = expr.callee if isinstance(expr, CallExpr) else None
+    return (
+        isinstance(func, MemberExpr)
+        and isinstance(func.expr, NameExpr)
+        and func.expr.name == _PHANTOM_ALIAS
+        and (callee is None or func.name == callee.rsplit(".", 1)[1])
+    )
+
+
 def _wrap(expr: Expression, callee: str) -> Expression:
-    if isinstance(expr, CallExpr) and isinstance(expr.callee, MemberExpr):
-        base = expr.callee.expr
-        if isinstance(base, NameExpr) and base.name == _PHANTOM_ALIAS:
-            return expr  # already rewritten
+    if _is_phantom_call(expr):
+        return expr  # already rewritten
     func = MemberExpr(NameExpr(_PHANTOM_ALIAS), callee.rsplit(".", 1)[1])
     call = CallExpr(func, [expr], [ARG_POS], [None])
     for node in (func, func.expr, call):
@@ -861,13 +870,7 @@ def _dotted(expr: Expression, bindings: Dict[str, str]) -> Optional[str]:
 
 
 def _is_untyped_wrapper(expr: Expression) -> bool:
-    callee = expr.callee if isinstance(expr, CallExpr) else None
-    return (
-        isinstance(callee, MemberExpr)
-        and callee.name == UNTYPED.rsplit(".", 1)[1]
-        and isinstance(callee.expr, NameExpr)
-        and callee.expr.name == _PHANTOM_ALIAS
-    )
+    return _is_phantom_call(expr, UNTYPED)
 
 
 def wrap_untyped_calls(tree: MypyFile, node: Any, wanted: Callable[[str], Optional[str]]) -> None:
@@ -884,14 +887,14 @@ def wrap_untyped_calls(tree: MypyFile, node: Any, wanted: Callable[[str], Option
         path = _dotted(call.callee, bindings)
         if path is None or wanted(path) is None:
             continue
+        # In place: the call's parent is unknown, so the call node becomes
+        # the wrapper and a copy of it goes inside.
         inner = CallExpr(call.callee, call.args, call.arg_kinds, call.arg_names)
-        func = MemberExpr(NameExpr(_PHANTOM_ALIAS), UNTYPED.rsplit(".", 1)[1])
-        for part in (inner, func, func.expr):
-            part.set_line(call.line, call.column, call.end_line, call.end_column)
-        call.callee = func
-        call.args = [inner]
-        call.arg_kinds = [ARG_POS]
-        call.arg_names = [None]
+        inner.set_line(call.line, call.column, call.end_line, call.end_column)
+        wrapper = _wrap(inner, UNTYPED)
+        assert isinstance(wrapper, CallExpr)
+        call.callee, call.args = wrapper.callee, wrapper.args
+        call.arg_kinds, call.arg_names = wrapper.arg_kinds, wrapper.arg_names
 
 
 def untyped_call(ctx: Any) -> Optional[Tuple[str, CallExpr]]:
@@ -907,7 +910,7 @@ def untyped_call(ctx: Any) -> Optional[Tuple[str, CallExpr]]:
 def call_context(api: Any, call: CallExpr, default_return: Type) -> FunctionContext:
     """A FunctionContext for a call whose callee mypy could not type: one group
     per actual argument, named by its keyword, typed as the checker typed it."""
-    types = [api.lookup_type_or_none(a) or AnyType(TypeOfAny.special_form) for a in call.args]
+    types = [typed_before(api, a) for a in call.args]
     return FunctionContext(
         arg_types=[[t] for t in types],
         arg_kinds=[[k] for k in call.arg_kinds],

@@ -5,7 +5,6 @@ named tuples of the stub (spmd_phantom.linalg_*)."""
 from __future__ import annotations
 
 import ast
-import inspect
 from pathlib import Path
 from typing import Callable, Dict, List
 
@@ -15,6 +14,7 @@ import torch.fft
 import torch.linalg
 import torch.special
 
+from spmd_mypy.coverage import _public_callables
 from spmd_mypy.vocab.opclasses import (
     LINEAR,
     MULTILINEAR,
@@ -30,15 +30,7 @@ MODULES = {"special": torch.special, "linalg": torch.linalg, "fft": torch.fft}
 
 
 def _public_functions() -> set:
-    out = set()
-    for short, module in MODULES.items():
-        for name in dir(module):
-            value = getattr(module, name)
-            if name.startswith("_") or inspect.isclass(value) or inspect.ismodule(value):
-                continue
-            if callable(value):
-                out.add(f"{short}.{name}")
-    return out
+    return {f"{short}.{name}" for short, module in MODULES.items() for name in _public_callables(module)}
 
 
 def test_the_table_lists_every_public_function_of_the_three_modules() -> None:
