@@ -8,6 +8,7 @@ Used by bench_plugin.py and bench_scale.py, which run as scripts from bench/.
 from __future__ import annotations
 
 import argparse
+import compileall
 import hashlib
 import os
 import resource
@@ -78,3 +79,11 @@ def plugin_fingerprint() -> str:
                 h.update(str(p.relative_to(REPO)).encode())
                 h.update(p.read_bytes())
     return h.hexdigest()[:12]
+
+
+def compile_plugin() -> None:
+    """Write the plugin's bytecode before timing, as pip does at install and
+    Python does on a first import.  Without it, a machine that sets
+    PYTHONDONTWRITEBYTECODE (this one does) or a fresh clone recompiles the
+    plugin's sources in every timed run (about 0.1 s)."""
+    compileall.compile_dir(str(REPO / "spmd_mypy"), quiet=1)

@@ -195,6 +195,36 @@ def is_python_number(typ: Optional[Type]) -> bool:
 # -- building carriers -----------------------------------------------------------
 
 
+class _Infos:
+    """The classes hooks build types from (str, the carrier, Tensor), looked
+    up once per owner -- one check pass or one analysed tree, see
+    check_owner / analysis_owner -- instead of once per type built: the
+    checker builds a carrier for every typed op and the analyzer a Tensor for
+    every annotation."""
+
+    __slots__ = ("owner", "str", "carrier", "tensor")
+
+    def __init__(self) -> None:
+        self.owner: object = None
+        self.str: Any = None
+        self.carrier: Any = None
+        self.tensor: Any = None
+
+
+_CHECKER_INFOS = _Infos()
+_ANALYZER_INFOS = _Infos()
+
+
+def _checker_infos(api: Any) -> _Infos:
+    infos, owner = _CHECKER_INFOS, check_owner(api)
+    if owner is None or owner is not infos.owner:
+        infos.owner = None  # stays unset if a lookup fails
+        infos.str = api.named_generic_type("builtins.str", []).type
+        infos.carrier = api.named_generic_type(CARRIER, [AnyType(TypeOfAny.special_form)]).type
+        infos.owner = owner
+    return infos
+
+
 def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
     api = ctx.api
     literal = LiteralType(canonical, fallback=api.named_type("builtins.str", []))
@@ -202,12 +232,17 @@ def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
 
 
 def carrier_in_checker(api: Any, canonical: str) -> Type:
-    literal = LiteralType(canonical, fallback=api.named_generic_type("builtins.str", []))
-    return api.named_generic_type(CARRIER, [literal])
+    infos = _checker_infos(api)
+    return Instance(infos.carrier, [LiteralType(canonical, fallback=Instance(infos.str, []))])
 
 
 def plain_tensor_in_analyzer(ctx: AnalyzeTypeContext) -> Type:
-    return ctx.api.named_type(TENSOR, [])
+    infos, owner = _ANALYZER_INFOS, analysis_owner(ctx)
+    if owner is None or owner is not infos.owner:
+        infos.owner = None
+        infos.tensor = get_proper_type(ctx.api.named_type(TENSOR, [])).type  # type: ignore[attr-defined]
+        infos.owner = owner
+    return Instance(infos.tensor, [])
 
 
 def replace_tensors(typ: Type, new: Type) -> Type:
@@ -577,7 +612,7 @@ def plain_tensor_like(carrier: Type) -> Type:
 
 def unknown_carrier(api: Any) -> Type:
     """SpmdTensor[Any]: a tensor of unknown SPMD type that fits any annotation."""
-    return api.named_generic_type(CARRIER, [AnyType(TypeOfAny.special_form)])
+    return Instance(_checker_infos(api).carrier, [AnyType(TypeOfAny.special_form)])
 
 
 def stdlib_modules() -> frozenset:

@@ -141,44 +141,63 @@ def _may_be_type(value: ast.expr) -> bool:
 
 
 def _collect_expr(root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos], attribute: bool) -> None:
-    for node in ast.walk(root):
-        if isinstance(node, ast.Subscript) and _is_annotated(node.value):
-            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            if len(elts) < 2:
-                continue
-            first = elts[0]
-            pos = shift if shift is not None else (first.lineno, first.col_offset)
-            line = shift[0] if shift is not None else node.lineno
-            meta = Meta(tuple(elts[1:]), line, attribute and node is root)
-            out.setdefault(pos, meta)
-            if shift is None and isinstance(first, (ast.Subscript, ast.BinOp)):
-                # Annotated[list[Tensor], Spmd(...)]: the Spmd would be lost on
-                # the container; the Tensors inside report it (reading.py).
-                for inner in ast.walk(first):
-                    if isinstance(inner, (ast.Name, ast.Attribute)):
-                        out[(inner.lineno, inner.col_offset)] = meta._replace(misplaced=True)
-        elif (
-            shift is None
-            and isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and "Annotated" in node.value
-        ):
-            try:
-                inner = ast.parse(node.value.strip(), mode="eval")
-            except SyntaxError:
-                continue
-            # mypy reports every type inside a string at the string's position,
-            # so only a string holding exactly one tensor type can be read.
-            tensors = [
-                n for n in ast.walk(inner)
-                if (isinstance(n, ast.Name) and n.id.endswith("Tensor"))
-                or (isinstance(n, ast.Attribute) and n.attr.endswith("Tensor"))
-            ]
-            before = len(out)
-            _collect_expr(inner.body, out, (node.lineno, node.col_offset), False)
-            if len(out) > before and len(tensors) > 1:
-                pos = (node.lineno, node.col_offset)
-                out[pos] = out[pos]._replace(ambiguous=True)
+    # Parents before children, left to right (as ast.walk, without visiting
+    # the insides of names and calls: no type is written there).
+    stack: List[ast.AST] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Subscript):
+            if _is_annotated(node.value):
+                _collect_annotated(node, root, out, shift, attribute)
+            stack.append(node.slice)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            stack.extend(reversed(node.elts))
+        elif isinstance(node, ast.BinOp):
+            stack.append(node.right)
+            stack.append(node.left)
+        elif isinstance(node, ast.Constant):
+            if shift is None and isinstance(node.value, str) and "Annotated" in node.value:
+                _collect_string(node, out)
+        elif not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _collect_annotated(
+    node: ast.Subscript, root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos], attribute: bool
+) -> None:
+    elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if len(elts) < 2:
+        return
+    first = elts[0]
+    pos = shift if shift is not None else (first.lineno, first.col_offset)
+    line = shift[0] if shift is not None else node.lineno
+    meta = Meta(tuple(elts[1:]), line, attribute and node is root)
+    out.setdefault(pos, meta)
+    if shift is None and isinstance(first, (ast.Subscript, ast.BinOp)):
+        # Annotated[list[Tensor], Spmd(...)]: the Spmd would be lost on
+        # the container; the Tensors inside report it (reading.py).
+        for inner in ast.walk(first):
+            if isinstance(inner, (ast.Name, ast.Attribute)):
+                out[(inner.lineno, inner.col_offset)] = meta._replace(misplaced=True)
+
+
+def _collect_string(node: ast.Constant, out: Dict[Pos, Meta]) -> None:
+    try:
+        inner = ast.parse(node.value.strip(), mode="eval")
+    except SyntaxError:
+        return
+    # mypy reports every type inside a string at the string's position,
+    # so only a string holding exactly one tensor type can be read.
+    tensors = [
+        n for n in ast.walk(inner)
+        if (isinstance(n, ast.Name) and n.id.endswith("Tensor"))
+        or (isinstance(n, ast.Attribute) and n.attr.endswith("Tensor"))
+    ]
+    before = len(out)
+    _collect_expr(inner.body, out, (node.lineno, node.col_offset), False)
+    if len(out) > before and len(tensors) > 1:
+        pos = (node.lineno, node.col_offset)
+        out[pos] = out[pos]._replace(ambiguous=True)
 
 
 def _parse(source: str) -> Optional[ast.AST]:

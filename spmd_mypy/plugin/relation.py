@@ -216,13 +216,28 @@ def argument_hook(callee: str) -> Any:
     return guarded(lambda ctx: _check_arguments(ctx, callee), default_return)
 
 
+# The parameters' types of a torch signature -> their relaxed types, None when
+# relaxing changes nothing (keyed like _EXPECTED: torch's signatures are the
+# same objects on every call, and most have no list of tensors).
+_RELAXED: Dict[Tuple[int, ...], Tuple[List[_mypy.Type], Optional[List[_mypy.Type]]]] = {}
+
+
 def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
     """torch.cat(parts) with parts a list of carriers: lists are invariant, so
     list[Tensor] parameters become Sequence[Tensor]."""
     sig = ctx.default_signature
-    if not any(_mypy.has_tensor_deep(t) and not _mypy.is_tensor(t) for t in sig.arg_types):
-        return sig
-    return _mypy.with_arg_types(sig, [_mypy.relax_tensors(ctx.api, t) for t in sig.arg_types])
+    key = tuple(map(id, sig.arg_types))
+    hit = _RELAXED.get(key)
+    if hit is None:
+        relaxed: Optional[List[_mypy.Type]] = None
+        if any(_mypy.has_tensor_deep(t) and not _mypy.is_tensor(t) for t in sig.arg_types):
+            relaxed = [_mypy.relax_tensors(ctx.api, t) for t in sig.arg_types]
+            if relaxed == sig.arg_types:
+                relaxed = None
+        if len(_RELAXED) >= _MAX_EXPECTED:
+            _RELAXED.clear()
+        hit = _RELAXED[key] = (list(sig.arg_types), relaxed)
+    return sig if hit[1] is None else _mypy.with_arg_types(sig, hit[1])
 
 
 torch_signature_hook = guarded(_relax_torch_signature, default_signature)

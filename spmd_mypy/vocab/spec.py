@@ -144,7 +144,7 @@ class Spmd:
     Immutable, hashable, cheap to build (it is evaluated once per annotation).
     """
 
-    __slots__ = ("axes", "spec", "nograd", "rest")
+    __slots__ = ("axes", "spec", "nograd", "rest", "_text", "_hash")
 
     axes: Mapping[str, AxisType]
     spec: Optional[PartitionSpec]
@@ -153,6 +153,8 @@ class Spmd:
     # have one: a factory's result is R on every axis (`*=R` in the canonical
     # form); annotations leave unnamed axes unknown (None).
     rest: Optional[AxisType]
+    _text: str  # canonical(), set on first use
+    _hash: int  # __hash__(), set on first use
 
     def __init__(
         self, *, spec: Optional[PartitionSpec] = None, nograd: bool = False, **axes: AxisType
@@ -244,6 +246,10 @@ class Spmd:
 
     # -- forms -----------------------------------------------------------------
     def canonical(self) -> str:
+        try:
+            return self._text
+        except AttributeError:  # first use: the checker asks for it per typed value
+            pass
         spec = self.spec
         parts = [
             f"{a}={t}" for a, t in self.axes.items() if spec is None or a not in spec.axes
@@ -254,7 +260,9 @@ class Spmd:
             parts.append(f"spec={spec.canonical()}")
         if self.nograd:
             parts.append("nograd")
-        return ", ".join(parts)
+        text = ", ".join(parts)
+        object.__setattr__(self, "_text", text)
+        return text
 
     __str__ = canonical
 
@@ -281,7 +289,13 @@ class Spmd:
         )
 
     def __hash__(self) -> int:
-        return hash((tuple(self.axes.items()), self.spec, self.nograd, self.rest))
+        try:
+            return self._hash
+        except AttributeError:
+            pass
+        h = hash((tuple(self.axes.items()), self.spec, self.nograd, self.rest))
+        object.__setattr__(self, "_hash", h)
+        return h
 
 
 # -- the canonical parser ------------------------------------------------------
