@@ -37,6 +37,7 @@ from mypy.nodes import (
     IndexExpr,
     MatchStmt,
     MypyFile,
+    OpExpr,
     OverloadedFuncDef,
     ReturnStmt,
     Statement,
@@ -53,6 +54,7 @@ from mypy.nodes import (
     SymbolTableNode,
     TupleExpr,
     TypeAlias,
+    TypeAliasStmt,
     TypeInfo,
     UnaryExpr,
     Var,
@@ -86,6 +88,8 @@ from mypy.types import (
 )
 from mypy.server.subexpr import get_subexpressions
 from mypy.subtypes import is_subtype
+
+from .annotations import Span
 
 __all__ = [
     "Plugin",
@@ -648,6 +652,78 @@ def attr_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
     return ctx.api.named_type(ATTR, [literal])
 
 
+
+
+# -- where the annotations are ------------------------------------------------------
+
+_RECORD_DECORATORS = frozenset({"dataclass", "define", "frozen", "attrs", "dataclass_transform"})
+_RECORD_BASES = frozenset({"NamedTuple", "TypedDict", "Protocol"})
+_MAY_BE_TYPE = (IndexExpr, OpExpr, StrExpr, MemberExpr, NameExpr)
+
+
+def _last_name(expr: Expression) -> str:
+    if isinstance(expr, CallExpr):
+        expr = expr.callee
+    return expr.name if isinstance(expr, (NameExpr, MemberExpr)) else ""
+
+
+def _record_class(node: ClassDef) -> bool:
+    """A dataclass, NamedTuple, TypedDict or Protocol: its annotated fields are
+    plain values, not module parameters (no SpmdAttr descriptor)."""
+    return any(_last_name(d) in _RECORD_DECORATORS for d in node.decorators) or any(
+        _last_name(b) in _RECORD_BASES for b in node.base_type_exprs
+    )
+
+
+def annotation_spans(tree: object) -> Optional[List[Span]]:
+    """Where the source of `tree` writes types: parameter and return
+    annotations, annotated assignments, values that may be type aliases.
+    None when a position is missing (the caller then parses the file itself).
+    Read from mypy's parse, before semantic analysis changes anything."""
+    if not isinstance(tree, MypyFile):
+        return None
+    out: List[Span] = []
+
+    def add(node: Any, attribute: bool) -> bool:
+        end_line, end_column = node.end_line, node.end_column
+        if node.line < 1:
+            return True  # not written (an unannotated parameter)
+        if end_line is None or end_column is None:
+            return False
+        out.append((node.line, node.column, end_line, end_column, attribute))
+        return True
+
+    stack: List[Tuple[Statement, bool]] = [(d, False) for d in reversed(tree.defs)]
+    while stack:
+        st, class_body = stack.pop()
+        if isinstance(st, Decorator):
+            st = st.func
+        if isinstance(st, OverloadedFuncDef):
+            parts: List[Statement] = [*st.items, *([st.impl] if st.impl is not None else [])]
+            stack.extend((p, False) for p in reversed(parts))
+        elif isinstance(st, FuncDef):
+            sig = st.unanalyzed_type
+            if isinstance(sig, CallableType):
+                for t in (*sig.arg_types, sig.ret_type):
+                    if not add(t, False):
+                        return None
+            stack.extend((b, False) for b in reversed(st.body.body))
+        elif isinstance(st, ClassDef):
+            attributes = not _record_class(st)
+            stack.extend((b, attributes) for b in reversed(st.defs.body))
+        elif isinstance(st, AssignmentStmt):
+            if st.unanalyzed_type is not None:
+                named = len(st.lvalues) == 1 and isinstance(st.lvalues[0], NameExpr)
+                if not add(st.unanalyzed_type, class_body and named):
+                    return None
+            if isinstance(st.rvalue, _MAY_BE_TYPE) and not add(st.rvalue, False):
+                return None
+        elif isinstance(st, TypeAliasStmt):
+            return None  # `type X = ...`: rare; the caller parses the file
+        else:
+            for block in _sub_blocks(stmt=st):
+                stack.extend((b, False) for b in reversed(block.body))
+    return out
 
 
 # -- declared values: returns and annotated assignments ------------------------------

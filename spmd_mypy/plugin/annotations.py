@@ -8,6 +8,11 @@ decodes an `Spmd(...)` call into a vocabulary `Spmd`, resolving names through
 a callback (the analyzer's lookup), so `spmd.S(1)`, `from spmd_mypy import V`
 and renamed imports all work.
 
+Where types are written comes from mypy's parse (_mypy.annotation_spans
+hands over plain (line, column, end) spans): only the annotations whose text
+holds `Annotated` are parsed, each distinct text once.  A file without spans
+(or not plain ASCII without tabs) is parsed whole.
+
 String annotations: mypy reports the inner type at the position of the
 string, so the index also maps a string constant's position to the metadata
 of the first `Annotated` inside it.
@@ -28,6 +33,9 @@ from ..vocab.spec import PartitionSpec, SpecError, Spmd
 __all__ = ["Meta", "index_for", "decode", "AnnotationError", "SPMD_FULLNAMES"]
 
 Pos = Tuple[int, int]  # (line, 0-based column), as mypy reports them
+# Where a type is written: (line, column, end line, end column, whether it
+# annotates an attribute in a class body); see _mypy.annotation_spans.
+Span = Tuple[int, int, int, int, bool]
 
 # Fully qualified names the decoder accepts (definitions, as mypy resolves them).
 SPMD_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.Spmd", "spmd_mypy.Spmd"})
@@ -62,7 +70,6 @@ class AnnotationError(Exception):
 
 # -- the per-file index ----------------------------------------------------------
 
-_CACHE: Dict[str, Tuple[Tuple[int, int], Dict[Pos, Meta], bool, bool]] = {}
 
 
 def _is_annotated(node: ast.expr) -> bool:
@@ -157,7 +164,7 @@ def _collect_expr(root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos], at
             stack.append(node.left)
         elif isinstance(node, ast.Constant):
             if shift is None and isinstance(node.value, str) and "Annotated" in node.value:
-                _collect_string(node, out)
+                _collect_string(node, node.value, out)
         elif not isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
@@ -181,9 +188,9 @@ def _collect_annotated(
                 out[(inner.lineno, inner.col_offset)] = meta._replace(misplaced=True)
 
 
-def _collect_string(node: ast.Constant, out: Dict[Pos, Meta]) -> None:
+def _collect_string(node: ast.Constant, text: str, out: Dict[Pos, Meta]) -> None:
     try:
-        inner = ast.parse(node.value.strip(), mode="eval")
+        inner = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
         return
     # mypy reports every type inside a string at the string's position,
@@ -217,7 +224,6 @@ def _parse(source: str) -> Optional[ast.AST]:
 # torch's own installed sources never hold SPMD annotations; mypy analyzes
 # about 1,700 of them on a cold run, so they are not even stat-ed.
 _SKIP = (os.sep + "site-packages" + os.sep + "torch" + os.sep,)
-_NOTHING: Tuple[Dict[Pos, Meta], bool, bool] = ({}, False, False)
 
 
 T = TypeVar("T")
@@ -251,11 +257,29 @@ _LAST_SCAN = _LastLook()
 _LAST_SCOPES = _LastLook()
 
 
-def _scan(path: Optional[str], owner: object = None) -> Tuple[Dict[Pos, Meta], bool, bool]:
+class _Facts:
+    """What the plugin knows of one version of a file.  The index is built on
+    first use; until then the file's bytes are kept (files that mention Spmd)."""
+
+    __slots__ = ("key", "uses", "untyped", "data", "index")
+
+    def __init__(self, key: object, uses: bool, untyped: bool, data: Optional[bytes]) -> None:
+        self.key = key
+        self.uses = uses
+        self.untyped = untyped
+        self.data = data
+        self.index: Optional[Dict[Pos, Meta]] = None if data is not None else {}
+
+
+_NOTHING = _Facts(None, False, False, None)
+_CACHE: Dict[str, _Facts] = {}
+
+
+def _scan(path: Optional[str], owner: object = None) -> _Facts:
     return _LAST_SCAN.get(owner, path, _scan_file)
 
 
-def _scan_file(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool, bool]:
+def _scan_file(path: Optional[str]) -> _Facts:
     if not path or not path.endswith((".py", ".pyi")) or any(s in path for s in _SKIP):
         return _NOTHING
     try:
@@ -264,9 +288,8 @@ def _scan_file(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool, bool]:
         return _NOTHING
     key = (st.st_mtime_ns, st.st_size)
     hit = _CACHE.get(path)
-    if hit is not None and hit[0] == key:
-        return hit[1], hit[2], hit[3]
-    out: Dict[Pos, Meta] = {}
+    if hit is not None and hit.key == key:
+        return hit
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -274,39 +297,110 @@ def _scan_file(path: Optional[str]) -> Tuple[Dict[Pos, Meta], bool, bool]:
         data = b""
     uses = b"spmd" in data or b"Spmd" in data or b"SPMD" in data
     untyped = b"special" in data or b"linalg" in data or b"fft" in data
-    if b"Spmd" in data:  # the cheap pre-filter: most files never mention it
-        try:
-            tree = _parse(data.decode("utf-8"))
-        except UnicodeDecodeError:
-            tree = None
-        if isinstance(tree, ast.Module):
-            _collect(tree, out)
-    _CACHE[path] = (key, out, uses, untyped)
-    return out, uses, untyped
+    # the cheap pre-filter: most files never mention Spmd, and have no index
+    facts = _CACHE[path] = _Facts(key, uses, untyped, data if b"Spmd" in data else None)
+    return facts
+
+
+Spans = Callable[[], Optional[List[Span]]]
+
+
+def _index(facts: _Facts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
+    if facts.index is None:
+        data = facts.data or b""
+        index = None
+        if spans is not None and data.isascii() and b"\t" not in data:
+            # mypy's columns count characters (and tabs as one): the same as
+            # ast's byte offsets only in ASCII without tabs
+            found = spans()
+            if found is not None:
+                index = _index_of_spans(data, found)
+        if index is None:
+            index = {}
+            try:
+                tree = _parse(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                tree = None
+            if isinstance(tree, ast.Module):
+                _collect(tree, index)
+        facts.index, facts.data = index, None
+    return facts.index
+
+
+# (text, attribute) -> the index of that annotation alone, positions relative
+# to its start (line 1, column 0); None when it does not parse.  Codebases
+# write the same annotations over and over, so each text is parsed once.
+_SNIPPETS: Dict[Tuple[str, bool], Optional[List[Tuple[Pos, Meta]]]] = {}
+_MAX_SNIPPETS = 65536
+
+
+def _snippet(text: str, attribute: bool) -> Optional[List[Tuple[Pos, Meta]]]:
+    key = (text, attribute)
+    if key in _SNIPPETS:
+        return _SNIPPETS[key]
+    try:  # parenthesised: an annotation may span lines
+        root = ast.parse("(" + text + ")", mode="eval").body
+    except (SyntaxError, ValueError):
+        found = None
+    else:
+        out: Dict[Pos, Meta] = {}
+        _collect_expr(root, out, None, attribute)
+        found = [((line, col - 1 if line == 1 else col), meta) for (line, col), meta in out.items()]
+    if len(_SNIPPETS) >= _MAX_SNIPPETS:
+        _SNIPPETS.clear()
+    _SNIPPETS[key] = found
+    return found
+
+
+def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]:
+    """The index from the places mypy's parse says types are written: only
+    those that write Annotated are parsed, each on its own.  None if one does
+    not parse (the caller then parses the whole file)."""
+    lines = data.split(b"\n")
+    out: Dict[Pos, Meta] = {}
+    for line, col, end_line, end_col, attribute in spans:
+        if end_line > len(lines) or end_line < line:
+            return None
+        if line == end_line:
+            raw = lines[line - 1][col:end_col]
+        else:
+            raw = b"\n".join([lines[line - 1][col:], *lines[line:end_line - 1], lines[end_line - 1][:end_col]])
+        if b"Annotated" not in raw:
+            continue
+        found = _snippet(raw.decode("ascii"), attribute)
+        if found is None:
+            return None
+        for (r_line, r_col), meta in found:
+            pos = (line + r_line - 1, col + r_col if r_line == 1 else r_col)
+            out[pos] = meta._replace(line=line + meta.line - 1)
+    return out
 
 
 # Each of these takes an optional `owner` (see _LastLook).
 
 
-def scan(path: Optional[str], owner: object = None) -> Tuple[Dict[Pos, Meta], bool]:
-    """(index_for(path), mentions_spmd(path)) with one look at the file."""
-    return _scan(path, owner)[:2]
+def scan(path: Optional[str], owner: object = None, spans: Optional[Spans] = None) -> Tuple[Dict[Pos, Meta], bool]:
+    """(index_for(path), mentions_spmd(path)) with one look at the file.
+    `spans` gives where the file writes types (_mypy.annotation_spans), so
+    that only those are parsed; without it the whole file is."""
+    facts = _scan(path, owner)
+    return _index(facts, spans), facts.uses
 
 
-def index_for(path: Optional[str], owner: object = None) -> Dict[Pos, Meta]:
+def index_for(path: Optional[str], owner: object = None, spans: Optional[Spans] = None) -> Dict[Pos, Meta]:
     """Position of each Annotated's first element -> its metadata (cached per file)."""
-    return _scan(path, owner)[0]
+    return _index(_scan(path, owner), spans)
 
 
 def mentions_spmd(path: Optional[str], owner: object = None) -> bool:
     """Whether the file mentions spmd at all (then it may build carriers)."""
-    return _scan(path, owner)[1]
+    return _scan(path, owner).uses
 
 
 def mentions_untyped_torch(path: Optional[str], owner: object = None) -> bool:
     """Whether a file may call torch.special, torch.linalg or
     torch.fft (the pre-filter for wrapping those calls: _mypy.route_declared_values)."""
-    return _scan(path, owner)[2]
+    return _scan(path, owner).untyped
 
 
 # -- decoding Spmd(...) ------------------------------------------------------------

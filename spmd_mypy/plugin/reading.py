@@ -56,7 +56,8 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
 
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
-    index, uses_spmd = scan(_mypy.analyzer_path(ctx), _mypy.analysis_owner(ctx))
+    tree = _mypy.analysis_owner(ctx)
+    index, uses_spmd = scan(_mypy.analyzer_path(ctx), tree, lambda: _mypy.annotation_spans(tree))
     plain = _mypy.plain_tensor_in_analyzer(ctx)
     if not uses_spmd:
         return plain  # torch, typeshed, code without spmd: most Tensors mypy sees

@@ -1,0 +1,104 @@
+"""The annotation index from mypy's spans equals the index of the whole file.
+
+The plugin parses only the annotations mypy's parse locates
+(_mypy.annotation_spans); the reference here is the whole-file stdlib-ast
+walk it replaces, on every checker fixture and example.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+import yaml
+from mypy import parse
+from mypy.errors import Errors
+from mypy.options import Options
+
+from spmd_mypy.plugin import _mypy, annotations
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sources() -> List[Tuple[str, str]]:
+    out = [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted((ROOT / "examples").rglob("*.py"))]
+    for y in sorted((ROOT / "tests" / "fixtures").glob("*.yml")):
+        for case in yaml.safe_load(y.read_text()):
+            if case.get("main"):
+                out.append((f"{y.name}:{case['case']}", case["main"]))
+            for f in case.get("files") or []:
+                out.append((f"{y.name}:{case['case']}:{f['path']}", f.get("content", "")))
+    return out
+
+
+SOURCES = _sources()
+
+
+def _whole_file(source: str) -> Dict[object, object]:
+    out: Dict[annotations.Pos, annotations.Meta] = {}
+    annotations._collect(ast.parse(source), out)
+    return _plain(out)
+
+
+def _plain(index: Dict[annotations.Pos, annotations.Meta]) -> Dict[object, object]:
+    return {
+        pos: (tuple(ast.dump(e) for e in m.exprs), m.line, m.in_class, m.ambiguous, m.misplaced)
+        for pos, m in index.items()
+    }
+
+
+def _spans(source: str, name: str = "m.py") -> object:
+    options = Options()
+    tree = parse.parse(source.encode(), name, "m", Errors(options), options, eager=True)
+    return _mypy.annotation_spans(tree)
+
+
+def test_the_sources_hold_annotations() -> None:
+    assert len(SOURCES) > 200
+    assert sum(len(_whole_file(s)) for _, s in SOURCES if "Annotated" in s) > 500
+
+
+@pytest.mark.parametrize("name,source", [s for s in SOURCES if "Annotated" in s[1]], ids=lambda v: v if isinstance(v, str) and len(v) < 90 else None)
+def test_index_from_spans_equals_the_whole_file_index(name: str, source: str) -> None:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        pytest.skip("not Python 3.11 syntax")
+    spans = _spans(source)
+    assert spans is not None
+    index = annotations._index_of_spans(source.encode(), spans)  # type: ignore[arg-type]
+    assert index is not None
+    assert _plain(index) == _whole_file(source)
+
+
+def test_a_multi_line_annotation_and_a_string_annotation() -> None:
+    source = (
+        "from typing import Annotated\n"
+        "def f(x: Annotated[Tensor,\n"
+        "        Spmd(tp=V)], y: \"Annotated[Tensor, Spmd(tp=R)]\") -> None: ...\n"
+    )
+    index = annotations._index_of_spans(source.encode(), _spans(source))  # type: ignore[arg-type]
+    assert index is not None
+    assert sorted(index) == [(2, 19), (3, 24)]  # the Tensor, and the string
+    assert index[(2, 19)].line == 2 and ast.unparse(index[(2, 19)].exprs[0]) == "Spmd(tp=V)"
+    assert ast.unparse(index[(3, 24)].exprs[0]) == "Spmd(tp=R)"
+
+
+def test_files_mypy_columns_could_disagree_with_are_parsed_whole(tmp_path: Path) -> None:
+    path = tmp_path / "u.py"
+    path.write_text('def f(a: str = "\u00e9", x: Annotated[Tensor, Spmd(tp=V)] = 1) -> None: ...\n')
+
+    def spans() -> None:
+        raise AssertionError("spans asked for a non-ASCII file")
+
+    index, uses = annotations.scan(str(path), None, spans)
+    assert uses and [ast.unparse(m.exprs[0]) for m in index.values()] == ["Spmd(tp=V)"]
+
+
+def test_a_span_that_does_not_parse_falls_back_to_the_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("x: Annotated[Tensor, Spmd(tp=V)]\n")
+    index, _ = annotations.scan(str(path), None, lambda: [(1, 0, 1, 12, False)])  # cut mid-way
+    assert list(index) == [(1, 13)]
