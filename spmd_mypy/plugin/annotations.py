@@ -222,8 +222,14 @@ def _parse(source: str) -> Optional[ast.AST]:
 
 
 # torch's own installed sources never hold SPMD annotations; mypy analyzes
-# about 1,700 of them on a cold run, so they are not even stat-ed.
-_SKIP = (os.sep + "site-packages" + os.sep + "torch" + os.sep,)
+# about 1,700 of them on a cold run, so they are not even stat-ed.  Nor do
+# this package's (the runtime is typed with plain Tensors, the vocabulary
+# holds none), which mypy analyzes whenever checked code imports spmd_mypy:
+# they are a library to the plugin, as torch is.
+_SKIP = (
+    os.sep + "site-packages" + os.sep + "torch" + os.sep,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+)
 
 
 T = TypeVar("T")

@@ -29,6 +29,8 @@ from .guard import default_return, default_signature, guarded
 def report_arg(
     api: Any, expr: Any, got: Spmd, want: Spmd, what: str, code: _mypy.ErrorCode = SPMD_ARG
 ) -> None:
+    if got is want or got == want:
+        return  # the common case, and never an error
     name = _mypy.expr_text(expr)
     if want.nograd and not got.nograd:
         # The callee was checked assuming no gradient flows through this tensor.

@@ -102,3 +102,14 @@ def test_a_span_that_does_not_parse_falls_back_to_the_whole_file(tmp_path: Path)
     path.write_text("x: Annotated[Tensor, Spmd(tp=V)]\n")
     index, _ = annotations.scan(str(path), None, lambda: [(1, 0, 1, 12, False)])  # cut mid-way
     assert list(index) == [(1, 13)]
+
+
+def test_the_plugins_own_package_is_a_library_to_it(tmp_path: Path) -> None:
+    # mypy analyzes spmd_mypy's runtime whenever checked code imports it; like
+    # torch, it holds no SPMD annotations and gets no index, routing or carriers.
+    own = ROOT / "spmd_mypy" / "vocab" / "spec.py"
+    assert b"Spmd" in own.read_bytes()
+    assert not annotations.mentions_spmd(str(own))
+    copy = tmp_path / "spec.py"
+    copy.write_bytes(own.read_bytes())
+    assert annotations.mentions_spmd(str(copy))
