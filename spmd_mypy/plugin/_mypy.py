@@ -89,7 +89,7 @@ from mypy.types import (
 from mypy.server.subexpr import get_subexpressions
 from mypy.subtypes import is_subtype
 
-from .annotations import Span
+from .annotations import RECORD_BASES, RECORD_DECORATORS, Span
 
 __all__ = [
     "Plugin",
@@ -656,8 +656,6 @@ def attr_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
 
 # -- where the annotations are ------------------------------------------------------
 
-_RECORD_DECORATORS = frozenset({"dataclass", "define", "frozen", "attrs", "dataclass_transform"})
-_RECORD_BASES = frozenset({"NamedTuple", "TypedDict", "Protocol"})
 _MAY_BE_TYPE = (IndexExpr, OpExpr, StrExpr, MemberExpr, NameExpr)
 
 
@@ -668,10 +666,9 @@ def _last_name(expr: Expression) -> str:
 
 
 def _record_class(node: ClassDef) -> bool:
-    """A dataclass, NamedTuple, TypedDict or Protocol: its annotated fields are
-    plain values, not module parameters (no SpmdAttr descriptor)."""
-    return any(_last_name(d) in _RECORD_DECORATORS for d in node.decorators) or any(
-        _last_name(b) in _RECORD_BASES for b in node.base_type_exprs
+    """annotations._record_class on mypy's nodes."""
+    return any(_last_name(d) in RECORD_DECORATORS for d in node.decorators) or any(
+        _last_name(b) in RECORD_BASES for b in node.base_type_exprs
     )
 
 
@@ -679,7 +676,9 @@ def annotation_spans(tree: object) -> Optional[List[Span]]:
     """Where the source of `tree` writes types: parameter and return
     annotations, annotated assignments, values that may be type aliases.
     None when a position is missing (the caller then parses the file itself).
-    Read from mypy's parse, before semantic analysis changes anything."""
+    Reads the unanalyzed types and the values as parsed, which semantic
+    analysis leaves in place (the Tensor hook asks during it).  The same walk
+    as annotations._annotation_roots, on mypy's nodes."""
     if not isinstance(tree, MypyFile):
         return None
     out: List[Span] = []

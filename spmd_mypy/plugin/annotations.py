@@ -78,8 +78,9 @@ def _is_annotated(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "Annotated"
 
 
-_RECORD_DECORATORS = frozenset({"dataclass", "define", "frozen", "attrs", "dataclass_transform"})
-_RECORD_BASES = frozenset({"NamedTuple", "TypedDict", "Protocol"})
+# Classes whose annotated fields are plain values, by decorator or base name.
+RECORD_DECORATORS = frozenset({"dataclass", "define", "frozen", "attrs", "dataclass_transform"})
+RECORD_BASES = frozenset({"NamedTuple", "TypedDict", "Protocol"})
 
 
 def _last_name(node: ast.expr) -> str:
@@ -93,8 +94,8 @@ def _last_name(node: ast.expr) -> str:
 def _record_class(node: ast.ClassDef) -> bool:
     """A dataclass, NamedTuple, TypedDict or Protocol: its annotated fields are
     plain values, not module parameters (no SpmdAttr descriptor)."""
-    return any(_last_name(d) in _RECORD_DECORATORS for d in node.decorator_list) or any(
-        _last_name(b) in _RECORD_BASES for b in node.bases
+    return any(_last_name(d) in RECORD_DECORATORS for d in node.decorator_list) or any(
+        _last_name(b) in RECORD_BASES for b in node.bases
     )
 
 
