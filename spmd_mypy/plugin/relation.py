@@ -14,7 +14,7 @@ declared.py.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, TypeVar
 
 from ..vocab.collectives import fix_call, mismatch_consequence
 from ..vocab.localtype import AxisType, I, P, R, V
@@ -140,24 +140,30 @@ def _with_passthrough(api: Any, ret: _mypy.Type, extra: _Passthrough, named: set
     return carrier(api, Spmd.of(merged, None, declared.nograd, rest))
 
 
-# The parameters' types of a signature -> what each asks (see _expected).  Keyed
-# by the identities of the parameter type objects, which the entry keeps alive:
-# a bound method's signature is new on every call but shares them, and an
-# edited function (daemon) gets new ones.
-_EXPECTED: Dict[Tuple[int, ...], Tuple[List[_mypy.Type], List[Optional[Spmd]]]] = {}
-_MAX_EXPECTED = 65536
+T = TypeVar("T")
+# A signature's parameter types -> something computed from them.  Keyed by the
+# identities of the type objects, which the entry keeps alive: a bound
+# method's signature is new on every call but shares them, torch's are the
+# same objects on every call, and an edited function (daemon) gets new ones.
+ByParameters = Dict[Tuple[int, ...], Tuple[List[_mypy.Type], Any]]
+_MAX_BY_PARAMETERS = 65536
+
+
+def _by_parameters(table: ByParameters, sig: _mypy.CallableType, compute: Callable[[List[_mypy.Type]], T]) -> T:
+    key = tuple(map(id, sig.arg_types))
+    hit = table.get(key)
+    if hit is None:
+        if len(table) >= _MAX_BY_PARAMETERS:
+            table.clear()  # a long daemon session: drop what edits left behind
+        hit = table[key] = (list(sig.arg_types), compute(sig.arg_types))
+    return hit[1]
+
+
+_EXPECTED: ByParameters = {}  # -> what each parameter asks (see _expected)
 
 
 def _expected_of(sig: _mypy.CallableType) -> List[Optional[Spmd]]:
-    key = tuple(map(id, sig.arg_types))
-    hit = _EXPECTED.get(key)
-    if hit is not None:
-        return hit[1]
-    expected = [_expected(t) for t in sig.arg_types]
-    if len(_EXPECTED) >= _MAX_EXPECTED:
-        _EXPECTED.clear()  # a long daemon session: drop what edits left behind
-    _EXPECTED[key] = (list(sig.arg_types), expected)
-    return expected
+    return _by_parameters(_EXPECTED, sig, lambda params: [_expected(t) for t in params])
 
 
 # Between the signature hook and the function hook of one call: the call, the
@@ -218,28 +224,22 @@ def argument_hook(callee: str) -> Any:
     return guarded(lambda ctx: _check_arguments(ctx, callee), default_return)
 
 
-# The parameters' types of a torch signature -> their relaxed types, None when
-# relaxing changes nothing (keyed like _EXPECTED: torch's signatures are the
-# same objects on every call, and most have no list of tensors).
-_RELAXED: Dict[Tuple[int, ...], Tuple[List[_mypy.Type], Optional[List[_mypy.Type]]]] = {}
+_RELAXED: ByParameters = {}  # torch signatures -> relaxed types (None: unchanged)
 
 
 def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
     """torch.cat(parts) with parts a list of carriers: lists are invariant, so
     list[Tensor] parameters become Sequence[Tensor]."""
     sig = ctx.default_signature
-    key = tuple(map(id, sig.arg_types))
-    hit = _RELAXED.get(key)
-    if hit is None:
-        relaxed: Optional[List[_mypy.Type]] = None
-        if any(_mypy.has_tensor_deep(t) and not _mypy.is_tensor(t) for t in sig.arg_types):
-            relaxed = [_mypy.relax_tensors(ctx.api, t) for t in sig.arg_types]
-            if relaxed == sig.arg_types:
-                relaxed = None
-        if len(_RELAXED) >= _MAX_EXPECTED:
-            _RELAXED.clear()
-        hit = _RELAXED[key] = (list(sig.arg_types), relaxed)
-    return sig if hit[1] is None else _mypy.with_arg_types(sig, hit[1])
+
+    def relax(params: List[_mypy.Type]) -> Optional[List[_mypy.Type]]:
+        if not any(_mypy.has_tensor_deep(t) and not _mypy.is_tensor(t) for t in params):
+            return None  # most torch signatures: no list of tensors
+        relaxed = [_mypy.relax_tensors(ctx.api, t) for t in params]
+        return None if relaxed == params else relaxed
+
+    relaxed = _by_parameters(_RELAXED, sig, relax)
+    return sig if relaxed is None else _mypy.with_arg_types(sig, relaxed)
 
 
 torch_signature_hook = guarded(_relax_torch_signature, default_signature)
