@@ -10,8 +10,9 @@
         return spmd.all_reduce(out, "tp", src=P, dst=R)
 
 The vocabulary (Spmd, R/I/V/P/S, PartitionSpec) is pure Python and imported
-eagerly.  The runtime (collectives, set_mesh) imports torch, so it is loaded on
-first use: the mypy plugin imports this package without ever importing torch.
+eagerly, except the redistribution planner.  The runtime (collectives,
+set_mesh) imports torch, so it is loaded on first use: the mypy plugin imports
+this package without ever importing torch or the planner.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from .vocab.collectives import CollectiveError
 from .vocab.localtype import I, P, R, S, V
-from .vocab.redistribute_plan import RedistPlan, plan_redistribute
 from .vocab.spec import PartitionSpec, SpecError, Spmd
 
 __version__ = "0.1.0"
@@ -45,6 +45,9 @@ _RUNTIME = {
     "global_spmd": "global_ops",
     "local_map": "global_ops",
 }
+# Pure-Python vocabulary loaded on first use too: the mypy plugin imports this
+# package on every run and never plans a redistribution.
+_LAZY_VOCAB = {"RedistPlan": "redistribute_plan", "plan_redistribute": "redistribute_plan"}
 
 __all__ = [
     "Spmd",
@@ -63,6 +66,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .vocab.redistribute_plan import RedistPlan, plan_redistribute
     from .runtime.api import (
         all_gather,
         all_reduce,
@@ -78,13 +82,16 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    module = _RUNTIME.get(name)
-    if module is None:
+    if name in _LAZY_VOCAB:
+        module = f".vocab.{_LAZY_VOCAB[name]}"
+    elif name in _RUNTIME:
+        module = f".runtime.{_RUNTIME[name]}"
+    else:
         raise AttributeError(f"module 'spmd_mypy' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".runtime.{module}", __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_RUNTIME))
+    return sorted(set(globals()) | set(_RUNTIME) | set(_LAZY_VOCAB))

@@ -205,6 +205,8 @@ class SpmdPlugin(_mypy.Plugin):
         """The type-analyze hook for a name seen the first time (or ASK_AGAIN)."""
         # An alias of an annotated tensor used in another module: its uses are
         # where a re-parsed module gets its returns routed (reading.py).
+        if fullname.startswith(_LIBRARY_PREFIXES) or fullname.partition(".")[0] in _STDLIB:
+            return None  # most names asked: no stat of their module's file
         if not mentions_spmd(_mypy.module_path(self, fullname.rpartition(".")[0])):
             return None  # torch, typeshed, code without spmd
         try:

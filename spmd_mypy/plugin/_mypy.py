@@ -11,8 +11,9 @@ The carrier: a tensor whose SPMD type is T has the mypy type
 
 from __future__ import annotations
 
+import bisect
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
@@ -206,13 +207,16 @@ class _Infos:
     checker builds a carrier for every typed op and the analyzer a Tensor for
     every annotation."""
 
-    __slots__ = ("owner", "str", "carrier", "tensor")
+    __slots__ = ("owner", "str", "carrier", "tensor", "carriers")
 
     def __init__(self) -> None:
         self.owner: object = None
         self.str: Any = None
         self.carrier: Any = None
         self.tensor: Any = None
+        # canonical string -> its carrier type, built once per owner (mypy's
+        # types are values: the checker shares them between expressions too)
+        self.carriers: Dict[str, Type] = {}
 
 
 _CHECKER_INFOS = _Infos()
@@ -225,6 +229,7 @@ def _checker_infos(api: Any) -> _Infos:
         infos.owner = None  # stays unset if a lookup fails
         infos.str = api.named_generic_type("builtins.str", []).type
         infos.carrier = api.named_generic_type(CARRIER, [AnyType(TypeOfAny.special_form)]).type
+        infos.carriers = {}
         infos.owner = owner
     return infos
 
@@ -237,11 +242,18 @@ def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
 
 def carrier_in_checker(api: Any, canonical: str) -> Type:
     infos = _checker_infos(api)
-    return Instance(infos.carrier, [LiteralType(canonical, fallback=Instance(infos.str, []))])
+    made = infos.carriers.get(canonical)
+    if made is None:
+        literal = LiteralType(canonical, fallback=Instance(infos.str, []))
+        made = infos.carriers[canonical] = Instance(infos.carrier, [literal])
+    return made
 
 
-def plain_tensor_in_analyzer(ctx: AnalyzeTypeContext) -> Type:
-    infos, owner = _ANALYZER_INFOS, analysis_owner(ctx)
+def plain_tensor_in_analyzer(ctx: AnalyzeTypeContext, owner: object = None) -> Type:
+    """A plain Tensor; `owner` is analysis_owner(ctx) when the caller has it."""
+    infos = _ANALYZER_INFOS
+    if owner is None:
+        owner = analysis_owner(ctx)
     if owner is None or owner is not infos.owner:
         infos.owner = None
         infos.tensor = get_proper_type(ctx.api.named_type(TENSOR, [])).type  # type: ignore[attr-defined]
@@ -438,13 +450,22 @@ def expr_text(expr: Expression) -> str:
     return "x"
 
 
-def call_args(ctx: Any) -> List[Tuple[Optional[str], Expression, Type]]:
-    """Flatten a Function/MethodContext's actual arguments: (name, expr, type)."""
-    out = []
-    for names, exprs, types in zip(ctx.arg_names, ctx.args, ctx.arg_types):
-        for name, expr, typ in zip(names, exprs, types):
-            out.append((name, expr, typ))
+def call_args(ctx: Any) -> Tuple[Tuple[Optional[str], Expression, Type], ...]:
+    """Flatten a Function/MethodContext's actual arguments: (name, expr, type).
+    Kept for the last context (a hook asks several times per call)."""
+    last = _LAST_CALL_ARGS
+    if last[0] is ctx:
+        return last[1]
+    out = tuple(
+        (name, expr, typ)
+        for names, exprs, types in zip(ctx.arg_names, ctx.args, ctx.arg_types)
+        for name, expr, typ in zip(names, exprs, types)
+    )
+    last[0], last[1] = ctx, out
     return out
+
+
+_LAST_CALL_ARGS: List[Any] = [None, ()]
 
 
 def formal_args(ctx: Any, formal: str) -> List[Tuple[Expression, Type]]:
@@ -672,16 +693,25 @@ def _record_class(node: ClassDef) -> bool:
     )
 
 
-def annotation_spans(tree: object) -> Optional[List[Span]]:
+def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Optional[List[Span]]:
     """Where the source of `tree` writes types: parameter and return
     annotations, annotated assignments, values that may be type aliases.
     None when a position is missing (the caller then parses the file itself).
     Reads the unanalyzed types and the values as parsed, which semantic
     analysis leaves in place (the Tensor hook asks during it).  The same walk
-    as annotations._annotation_roots, on mypy's nodes."""
+    as annotations._annotation_roots, on mypy's nodes.
+
+    `marked`, sorted line numbers: only statements whose lines include one are
+    walked (the caller wants the types written on those lines; most function
+    bodies then need no walk at all)."""
     if not isinstance(tree, MypyFile):
         return None
     out: List[Span] = []
+
+    def wanted(statements: List[Statement]) -> List[Statement]:
+        if marked is None:
+            return statements
+        return [st for st in statements if _touches(st, marked)]
 
     def add(node: Any, attribute: bool) -> bool:
         end_line, end_column = node.end_line, node.end_column
@@ -692,7 +722,7 @@ def annotation_spans(tree: object) -> Optional[List[Span]]:
         out.append((node.line, node.column, end_line, end_column, attribute))
         return True
 
-    stack: List[Tuple[Statement, bool]] = [(d, False) for d in reversed(tree.defs)]
+    stack: List[Tuple[Statement, bool]] = [(d, False) for d in reversed(wanted(tree.defs))]
     while stack:
         st, class_body = stack.pop()
         if isinstance(st, Decorator):
@@ -706,10 +736,10 @@ def annotation_spans(tree: object) -> Optional[List[Span]]:
                 for t in (*sig.arg_types, sig.ret_type):
                     if not add(t, False):
                         return None
-            stack.extend((b, False) for b in reversed(st.body.body))
+            stack.extend((b, False) for b in reversed(wanted(st.body.body)))
         elif isinstance(st, ClassDef):
             attributes = not _record_class(st)
-            stack.extend((b, attributes) for b in reversed(st.defs.body))
+            stack.extend((b, attributes) for b in reversed(wanted(st.defs.body)))
         elif isinstance(st, AssignmentStmt):
             if st.unanalyzed_type is not None:
                 named = len(st.lvalues) == 1 and isinstance(st.lvalues[0], NameExpr)
@@ -721,8 +751,20 @@ def annotation_spans(tree: object) -> Optional[List[Span]]:
             return None  # `type X = ...`: rare; the caller parses the file
         else:
             for block in _sub_blocks(stmt=st):
-                stack.extend((b, False) for b in reversed(block.body))
+                stack.extend((b, False) for b in reversed(wanted(block.body)))
     return out
+
+
+def _touches(st: Statement, marked: Sequence[int]) -> bool:
+    """Whether the statement's lines include a marked line (unknown end: yes)."""
+    first, last = st.line, st.end_line
+    if isinstance(st, Decorator):
+        first = min([first, st.func.line, *(d.line for d in st.decorators)])
+        last = st.func.end_line if last is None else max(last, st.func.end_line or last)
+    if last is None or first < 1:
+        return True
+    i = bisect.bisect_left(marked, first)
+    return i < len(marked) and marked[i] <= last
 
 
 # -- declared values: returns and annotated assignments ------------------------------
@@ -872,6 +914,14 @@ def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[
     if untyped is not None:
         wrap_untyped_calls(tree, tree, untyped)
     _ROUTED[tree.path] = (tree, None)
+
+
+def routed_in_analyzer(ctx: AnalyzeTypeContext) -> bool:
+    """Whether the tree being analysed is routed whole already (route_in_analyzer
+    has nothing to do): the check before any other work, as hooks fire per Tensor."""
+    tree = getattr(getattr(ctx.api, "api", None), "cur_mod_node", None)
+    done = _ROUTED.get(getattr(tree, "path", ""))
+    return done is not None and done[0] is tree and done[1] is None
 
 
 def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str], Optional[str]]] = None) -> None:

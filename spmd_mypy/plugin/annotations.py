@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, TypeVar
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
 
 from ..vocab.localtype import BY_LETTER, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
@@ -268,14 +268,17 @@ class _Facts:
     """What the plugin knows of one version of a file.  The index is built on
     first use; until then the file's bytes are kept (files that mention Spmd)."""
 
-    __slots__ = ("key", "uses", "untyped", "data", "index")
+    __slots__ = ("key", "uses", "untyped", "data", "index", "scopes")
 
-    def __init__(self, key: object, uses: bool, untyped: bool, data: Optional[bytes]) -> None:
+    def __init__(
+        self, key: object, uses: bool, untyped: bool, data: Optional[bytes], scopes: Tuple[Scope, ...] = ()
+    ) -> None:
         self.key = key
         self.uses = uses
         self.untyped = untyped
         self.data = data
         self.index: Optional[Dict[Pos, Meta]] = None if data is not None else {}
+        self.scopes = scopes  # global_spmd / local_map scopes (global_axes_at)
 
 
 _NOTHING = _Facts(None, False, False, None)
@@ -305,11 +308,19 @@ def _scan_file(path: Optional[str]) -> _Facts:
     uses = b"spmd" in data or b"Spmd" in data or b"SPMD" in data
     untyped = b"special" in data or b"linalg" in data or b"fft" in data
     # the cheap pre-filter: most files never mention Spmd, and have no index
-    facts = _CACHE[path] = _Facts(key, uses, untyped, data if b"Spmd" in data else None)
+    scopes = _scopes_of_source(data) if b"global_spmd" in data else ()
+    facts = _CACHE[path] = _Facts(key, uses, untyped, data if b"Spmd" in data else None, scopes)
     return facts
 
 
-Spans = Callable[[], Optional[List[Span]]]
+# Where a file writes types (_mypy.annotation_spans), given the sorted numbers
+# of the lines that write Annotated: only statements on those need a walk.
+Spans = Callable[[Sequence[int]], Optional[List[Span]]]
+
+
+def marked_lines(data: bytes) -> List[int]:
+    """The numbers of the lines that write Annotated (the spans worth parsing)."""
+    return [i for i, text in enumerate(data.split(b"\n"), 1) if b"Annotated" in text]
 
 
 def _index(facts: _Facts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
@@ -319,7 +330,7 @@ def _index(facts: _Facts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
         if spans is not None and data.isascii() and b"\t" not in data:
             # mypy's columns count characters (and tabs as one): the same as
             # ast's byte offsets only in ASCII without tabs
-            found = spans()
+            found = spans(marked_lines(data))
             if found is not None:
                 index = _index_of_spans(data, found)
         if index is None:
@@ -564,14 +575,12 @@ def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:
         raise AnnotationError(str(e), line) from None
 
 
-
 # -- global and local code: @global_spmd functions and local_map'd functions --------
 
 # One scope: (first line, last line, axes or None).  axes None marks a function
 # handed to local_map (local code again); a tuple marks @global_spmd code, the
 # empty tuple meaning every mesh axis.
 Scope = Tuple[int, int, Optional[Tuple[str, ...]]]
-_SCOPES: Dict[str, Tuple[Tuple[int, int], Tuple[Scope, ...]]] = {}
 
 
 def _callee_name(node: ast.expr) -> str:
@@ -629,31 +638,15 @@ def scopes_for(path: Optional[str], owner: object = None) -> Tuple[Scope, ...]:
 
 
 def _scopes_of_file(path: Optional[str]) -> Tuple[Scope, ...]:
-    if not path or not path.endswith((".py", ".pyi")) or any(s in path for s in _SKIP):
-        return ()
+    return _scan_file(path).scopes
+
+
+def _scopes_of_source(data: bytes) -> Tuple[Scope, ...]:
     try:
-        st = os.stat(path)
-    except OSError:
-        return ()
-    key = (st.st_mtime_ns, st.st_size)
-    hit = _SCOPES.get(path)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    scopes: Tuple[Scope, ...] = ()
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        data = b""
-    if b"global_spmd" in data:
-        try:
-            tree = _parse(data.decode("utf-8"))
-        except UnicodeDecodeError:
-            tree = None
-        if tree is not None:
-            scopes = _collect_scopes(tree)
-    _SCOPES[path] = (key, scopes)
-    return scopes
+        tree = _parse(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        tree = None
+    return _collect_scopes(tree) if tree is not None else ()
 
 
 def global_axes_at(path: Optional[str], line: int, owner: object = None) -> Optional[Tuple[str, ...]]:

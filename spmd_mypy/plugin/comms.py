@@ -9,6 +9,7 @@ input on each axis, and the result takes dst on those axes.
 from __future__ import annotations
 
 import ast
+import keyword
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..vocab.collectives import PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
@@ -132,20 +133,30 @@ def _after(actual: Optional[Spmd], axes: Tuple[str, ...], dst: AxisType) -> Spmd
 # -- assert_spmd(x, Spmd(...)) ---------------------------------------------------
 
 
+def _dotted(text: str) -> ast.expr:
+    """`a.b.c` as ast.parse would give it (without parsing: hooks run per call)."""
+    first, *rest = parts = text.split(".")
+    if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        return ast.parse(text, mode="eval").body  # None, True, f(...).x
+    node: ast.expr = ast.Name(first, ast.Load())
+    for part in rest:
+        node = ast.Attribute(node, part, ast.Load())
+    return node
+
+
 def _to_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
     """Rebuild the small expression language of Spmd(...) as stdlib ast for the decoder."""
     full = _mypy.fullname_of(expr)
     text = _mypy.expr_text(expr)
     if full is not None and text != "x":
         names[text] = full
-        node: ast.expr = ast.parse(text, mode="eval").body
-        return node
+        return _dotted(text)
     value = _mypy.str_value(expr)
     if value is not None:
         return ast.Constant(value)
     number = _mypy.int_value(expr)
-    if number is not None:
-        return ast.parse(str(number), mode="eval").body
+    if number is not None:  # as ast writes -1: unary minus on 1
+        return ast.Constant(number) if number >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-number))
     if getattr(expr, "fullname", None) == "builtins.None":
         return ast.Constant(None)
     items = getattr(expr, "items", None)

@@ -176,6 +176,8 @@ def infer_all(
         options, n_product = _operands(ctx, name, receiver), 0
     if project is not None:
         options = [(t, [project(o) if isinstance(o, Spmd) else o for o in c]) for t, c in options]
+    if all(len(c) == 1 for _, c in options):  # no Union operand: one inference
+        return _infer_one(ctx, name, cls, namespace, [(t, c[0]) for t, c in options], n_product)
     # The same name written twice (h + h) is one value: it takes one alternative.
     keys = list(dict.fromkeys(text for text, c in options if len(c) > 1))
     choices = {text: c for text, c in options if len(c) > 1}

@@ -26,6 +26,8 @@ from .guard import guarded, nothing
 def _route_values(ctx: _mypy.AnalyzeTypeContext) -> None:
     """Returns, annotated assignments and untyped torch calls of a module mypy
     re-parsed without get_additional_deps are rewritten here (_mypy.route_in_analyzer)."""
+    if _mypy.routed_in_analyzer(ctx):
+        return
     untyped = mentions_untyped_torch(_mypy.analyzer_path(ctx), _mypy.analysis_owner(ctx))
     _mypy.route_in_analyzer(ctx, untyped_function if untyped else None)
 
@@ -51,15 +53,24 @@ def check_axes(spmd: Spmd, settings: Settings) -> None:
             )
 
 
+# The last analysed tree (_mypy.analysis_owner) whose file never mentions spmd:
+# most Tensors mypy analyses are in torch's and typeshed's stubs, and their
+# trees are analysed target by target, so one look per tree suffices.
+_WITHOUT_SPMD: list = [None]
+
+
 def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.Type:
     """The type of a `Tensor` in an annotation: its carrier if an Spmd(...) sits with it.
 
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
     tree = _mypy.analysis_owner(ctx)
-    index, uses_spmd = scan(_mypy.analyzer_path(ctx), tree, lambda: _mypy.annotation_spans(tree))
-    plain = _mypy.plain_tensor_in_analyzer(ctx)
+    if tree is _WITHOUT_SPMD[0] and tree is not None:
+        return _mypy.plain_tensor_in_analyzer(ctx, tree)  # the common case, kept short
+    index, uses_spmd = scan(_mypy.analyzer_path(ctx), tree, lambda marked: _mypy.annotation_spans(tree, marked))
+    plain = _mypy.plain_tensor_in_analyzer(ctx, tree)
     if not uses_spmd:
+        _WITHOUT_SPMD[0] = tree
         return plain  # torch, typeshed, code without spmd: most Tensors mypy sees
     route_values(ctx)
     meta = index.get(_mypy.type_position(ctx))

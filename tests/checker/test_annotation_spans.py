@@ -49,10 +49,10 @@ def _plain(index: Dict[annotations.Pos, annotations.Meta]) -> Dict[object, objec
     }
 
 
-def _spans(source: str, name: str = "m.py") -> object:
+def _spans(source: str, name: str = "m.py", marked: bool = False) -> object:
     options = Options()
     tree = parse.parse(source.encode(), name, "m", Errors(options), options, eager=True)
-    return _mypy.annotation_spans(tree)
+    return _mypy.annotation_spans(tree, annotations.marked_lines(source.encode()) if marked else None)
 
 
 def test_the_sources_hold_annotations() -> None:
@@ -66,11 +66,18 @@ def test_index_from_spans_equals_the_whole_file_index(name: str, source: str) ->
         ast.parse(source)
     except SyntaxError:
         pytest.skip("not Python 3.11 syntax")
+    whole = _whole_file(source)
     spans = _spans(source)
     assert spans is not None
     index = annotations._index_of_spans(source.encode(), spans)  # type: ignore[arg-type]
     assert index is not None
-    assert _plain(index) == _whole_file(source)
+    assert _plain(index) == whole
+    # Walking only the statements on lines that write Annotated: the same index.
+    some = _spans(source, marked=True)
+    assert some is not None and len(some) <= len(spans)  # type: ignore[arg-type]
+    index = annotations._index_of_spans(source.encode(), some)  # type: ignore[arg-type]
+    assert index is not None
+    assert _plain(index) == whole
 
 
 def test_a_multi_line_annotation_and_a_string_annotation() -> None:
@@ -90,7 +97,7 @@ def test_files_mypy_columns_could_disagree_with_are_parsed_whole(tmp_path: Path)
     path = tmp_path / "u.py"
     path.write_text('def f(a: str = "\u00e9", x: Annotated[Tensor, Spmd(tp=V)] = 1) -> None: ...\n')
 
-    def spans() -> None:
+    def spans(marked: object) -> None:
         raise AssertionError("spans asked for a non-ASCII file")
 
     index, uses = annotations.scan(str(path), None, spans)
@@ -100,7 +107,7 @@ def test_files_mypy_columns_could_disagree_with_are_parsed_whole(tmp_path: Path)
 def test_a_span_that_does_not_parse_falls_back_to_the_whole_file(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text("x: Annotated[Tensor, Spmd(tp=V)]\n")
-    index, _ = annotations.scan(str(path), None, lambda: [(1, 0, 1, 12, False)])  # cut mid-way
+    index, _ = annotations.scan(str(path), None, lambda marked: [(1, 0, 1, 12, False)])  # cut mid-way
     assert list(index) == [(1, 13)]
 
 
@@ -113,3 +120,27 @@ def test_the_plugins_own_package_is_a_library_to_it(tmp_path: Path) -> None:
     copy = tmp_path / "spec.py"
     copy.write_bytes(own.read_bytes())
     assert annotations.mentions_spmd(str(copy))
+
+
+def test_only_statements_on_marked_lines_are_walked() -> None:
+    source = (
+        "from typing import Annotated\n"
+        "def f(x: int) -> int:\n"
+        "    y: int = x\n"
+        "    return y\n"
+        "@dec\n"
+        "def g(\n"
+        "    x: Annotated[Tensor, Spmd(tp=V)],\n"
+        ") -> None:\n"
+        "    z: int = 1\n"
+        "class C:\n"
+        "    if flag:\n"
+        "        w: Annotated[Tensor, Spmd(tp=R)]\n"
+    )
+    assert annotations.marked_lines(source.encode()) == [1, 7, 12]
+    every = _spans(source)
+    some = _spans(source, marked=True)
+    assert every is not None and some is not None
+    # f (lines 2-4) and g's body are skipped; g's signature and C's attribute are kept
+    assert [s[0] for s in some] == [7, 8, 12]  # type: ignore[attr-defined]
+    assert {s[0] for s in every} >= {2, 3, 7, 8, 9, 12}  # type: ignore[attr-defined]
