@@ -17,3 +17,11 @@ def bootstrap_ratio_ci(a: Sequence[float], b: Sequence[float], n: int = 2000) ->
         out.append(statistics.median(a[i] for i in idx) / statistics.median(b[i] for i in idx))
     out.sort()
     return out[int(0.025 * n)], out[int(0.975 * n) - 1]
+
+
+def bootstrap_median_ci(values: Sequence[float], n: int = 4000) -> Tuple[float, float]:
+    """95% interval of the median of `values` (e.g. per-round paired ratios)."""
+    rng = random.Random(0)
+    k = len(values)
+    out = sorted(statistics.median(values[rng.randrange(k)] for _ in range(k)) for _ in range(n))
+    return out[int(0.025 * n)], out[int(0.975 * n) - 1]

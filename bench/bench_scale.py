@@ -7,7 +7,8 @@ previous one).  Each side ("with", "without") gets its own copy of the files,
 its own cache dir and a config that differs only by the
 `plugins = spmd_mypy.plugin` line.
 
-Modes (each side by side, rounds interleaved, alternating which side goes first):
+Modes (each side by side, rounds interleaved, alternating which side goes first;
+with --together the two runs of a round start at the same instant, one per core):
 
   cold     empty cache before every run, --lines lines           target <= 1.10
   warm     cache filled by an untimed run, no edits               target <= 1.10
@@ -30,6 +31,12 @@ Run:  python bench/bench_scale.py [--lines 20000] [--sizes 5000,10000,20000,4000
       python bench/bench_scale.py --profile   # where the plugin spends its time on the
                                               # edited codebase (cProfile, in process)
 Ratios, intervals and columns follow bench/bench_plugin.py (see bench/README.md).
+Each row also gives the 95% interval of the paired column (the median of the
+per-round ratios), which is what --together is for: on a shared host whose
+speed drifts by tens of percent between runs, two runs that start together
+see the same drift, so their ratio varies far less than that of two runs
+half a minute apart.  Each side then gets its own core (the machine has two);
+the side that finishes last runs alone for its last seconds.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _mypyrun import SIDES, child_env, children_cpu, git_state, ini_text, log, order, plugin_fingerprint, compile_plugin  # noqa: E402
-from _stats import bootstrap_ratio_ci  # noqa: E402
+from _stats import bootstrap_median_ci, bootstrap_ratio_ci  # noqa: E402
 import gen_codebase  # noqa: E402
 
 TARGET = 1.10
@@ -105,6 +112,30 @@ def run_mypy(side: Side, target: str = gen_codebase.PACKAGE) -> Run:
     return Run(time.perf_counter() - t0, children_cpu() - c0, p.returncode, p.stdout + p.stderr)
 
 
+def run_together(sides: Sequence[Side], target: str = gen_codebase.PACKAGE) -> Dict[str, Run]:
+    """Both sides started at the same instant; each one's wall time to its own
+    exit and its own CPU time (os.wait4)."""
+    procs: Dict[int, Tuple[Side, object]] = {}
+    t0 = time.perf_counter()
+    for side in sides:
+        out = tempfile.TemporaryFile(mode="w+")
+        cmd = [sys.executable, "-m", "mypy", "--config-file", str(side.ini), target]
+        p = subprocess.Popen(cmd, cwd=side.dir, env=child_env(), stdout=out, stderr=subprocess.STDOUT, text=True)
+        procs[p.pid] = (side, out)
+    runs: Dict[str, Run] = {}
+    while len(runs) < len(procs):
+        pid, status, ru = os.wait4(-1, 0)
+        if pid not in procs:
+            continue
+        wall = time.perf_counter() - t0
+        side, out = procs[pid]
+        out.seek(0)  # type: ignore[attr-defined]
+        text = out.read()  # type: ignore[attr-defined]
+        out.close()  # type: ignore[attr-defined]
+        runs[side.name] = Run(wall, ru.ru_utime + ru.ru_stime, os.waitstatus_to_exitcode(status), text)
+    return runs
+
+
 def _touch_codebase(side: Side, n: int) -> None:
     """Change every module of the codebase (a last comment line), so the next run re-checks
     all of it while torch's modules come from the cache (mypy keys its cache by content)."""
@@ -128,6 +159,21 @@ def measure(args: argparse.Namespace, sides: Dict[str, Side], mode: str, rounds:
         for name in SIDES:
             _check(run_mypy(sides[name]), f"warm-up ({name})")
     for i in range(rounds):
+        if args.together and mode in ("cold", "warm"):
+            if mode == "cold":
+                for name in SIDES:
+                    shutil.rmtree(sides[name].cache, ignore_errors=True)
+            runs = run_together([sides[name] for name in order(i)])
+            for name in SIDES:
+                r = runs[name]
+                _check(r, f"{mode} run {i + 1} ({name})")
+                data[name]["wall"].append(r.wall)
+                data[name]["cpu"].append(r.cpu)
+            if mode != "warm":
+                w, o = runs["with"], runs["without"]
+                log(args, f"  {mode} {i + 1}/{rounds} together: with {w.wall:6.2f} s, without {o.wall:6.2f} s,"
+                          f" ratio {w.wall / o.wall:.3f}")
+            continue
         for name in order(i):
             side = sides[name]
             if mode == "cold":
@@ -156,6 +202,7 @@ def summarize(label: str, data: Dict[str, dict], target: Optional[float]) -> dic
         "ratio": mw / mo,
         "ci95": [lo, hi],
         "paired": statistics.median(a / b for a, b in zip(w, o)),
+        "paired_ci95": list(bootstrap_median_ci([a / b for a, b in zip(w, o)])) if len(w) >= 3 else [float("nan")] * 2,
         "cpu_with_s": cw,
         "cpu_without_s": co,
         "cpu_ratio": cw / co if co else float("nan"),
@@ -253,24 +300,30 @@ def profile(args: argparse.Namespace, root: Path, lines: int, top: int) -> None:
 
 def _fmt_row(r: dict) -> str:
     lo, hi = r["ci95"]
+    plo, phi = r.get("paired_ci95", (float("nan"), float("nan")))
     tgt = "" if r["target"] is None else f"<= {r['target']:.2f}"
     return (
         f"| {r['mode']} | {r['rounds']} | {r['with_s']:.3f} | {r['without_s']:.3f} | {r['ratio']:.3f}"
-        f" | {lo:.3f}-{hi:.3f} | {r['paired']:.3f} | {r['cpu_with_s']:.3f} / {r['cpu_without_s']:.3f}"
+        f" | {lo:.3f}-{hi:.3f} | {r['paired']:.3f} | {plo:.3f}-{phi:.3f}"
+        f" | {r['cpu_with_s']:.3f} / {r['cpu_without_s']:.3f}"
         f" | {r['cpu_ratio']:.3f} | {tgt} | {r['verdict']} |"
     )
 
 
+_HEADER = (
+    "| {} | rounds | with s | without s | ratio | 95% CI | paired | paired 95% CI | cpu with / without s"
+    " | cpu ratio | target | verdict |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
 def print_report(rows: List[dict], scale: Optional[dict]) -> None:
-    print("\n| mode | rounds | with s | without s | ratio | 95% CI | paired | cpu with / without s | cpu ratio | target | verdict |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n" + _HEADER.format("mode"))
     for r in rows:
         print(_fmt_row(r))
     if scale is None:
         return
     print("\nscaling (torch cached, every module of the codebase edited before each run):\n")
-    print("| size | rounds | with s | without s | ratio | 95% CI | paired | cpu with / without s | cpu ratio | target | verdict |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(_HEADER.format("size"))
     for r in scale["sizes"]:
         print(_fmt_row(r))
     print()
@@ -308,6 +361,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--scaling-rounds", type=int, default=5, help="rounds per size in the scaling mode (default 5)")
     ap.add_argument("--modes", default="cold,warm,scaling", help="comma-separated subset of cold,warm,scaling")
     ap.add_argument("--workdir", help="scratch directory (default: a new temporary one, removed after)")
+    ap.add_argument("--together", action="store_true",
+                    help="cold and warm: start the two runs of a round at the same instant (see above)")
     ap.add_argument("--json", help="also write every figure to this file")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     ap.add_argument("--profile", action="store_true", help="instead of timing: cProfile the plugin (see above)")
@@ -348,7 +403,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 raise SystemExit(f"probe ({name} plugin): expected {'an' if name == 'with' else 'no'} spmd error:\n{probe.out}")
         print("verdicts: both configs clean on the codebase; the probe's bug reported with the plugin only")
         rows, scale = [], None
-        record: dict = {"lines": lines, "modules": modules}
+        record: dict = {"lines": lines, "modules": modules, "together": args.together}
+        if args.together:
+            print("runs of a round started together (--together): the two sides run at the same time")
         if "cold" in modes:
             data = measure(args, sides, "cold", args.cold_rounds)
             rows.append(summarize("cold cache", data, TARGET))

@@ -456,13 +456,11 @@ def call_args(ctx: Any) -> Tuple[Tuple[Optional[str], Expression, Type], ...]:
     last = _LAST_CALL_ARGS
     if last[0] is ctx:
         return last[1]
-    out = tuple(
-        (name, expr, typ)
-        for names, exprs, types in zip(ctx.arg_names, ctx.args, ctx.arg_types)
-        for name, expr, typ in zip(names, exprs, types)
-    )
-    last[0], last[1] = ctx, out
-    return out
+    out: List[Tuple[Optional[str], Expression, Type]] = []
+    for names, exprs, types in zip(ctx.arg_names, ctx.args, ctx.arg_types):
+        out.extend(zip(names, exprs, types))
+    last[0], last[1] = ctx, tuple(out)
+    return last[1]
 
 
 _LAST_CALL_ARGS: List[Any] = [None, ()]

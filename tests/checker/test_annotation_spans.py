@@ -13,6 +13,8 @@ from typing import Dict, List, Tuple
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mypy import parse
 from mypy.errors import Errors
 from mypy.options import Options
@@ -144,3 +146,11 @@ def test_only_statements_on_marked_lines_are_walked() -> None:
     # f (lines 2-4) and g's body are skipped; g's signature and C's attribute are kept
     assert [s[0] for s in some] == [7, 8, 12]  # type: ignore[attr-defined]
     assert {s[0] for s in every} >= {2, 3, 7, 8, 9, 12}  # type: ignore[attr-defined]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["Annotated", "Annot", "ated", "x", " ", "\n", "\n\n"]), max_size=40))
+def test_marked_lines_are_the_lines_that_write_annotated(parts: List[str]) -> None:
+    data = "".join(parts).encode()
+    expected = [i for i, text in enumerate(data.split(b"\n"), 1) if b"Annotated" in text]
+    assert annotations.marked_lines(data) == expected
