@@ -5,11 +5,17 @@ collectives helpers, losses, layers, MoE, model, training steps) is checked by
 mypy with the plugin.  Zero errors is also a false-alarm test: the code is
 correct by construction.  Two probes in the same run show that the plugin is
 active and reads the generated annotations: each must give exactly its error.
+
+    SPMD_SCALE_LINES=20000 python -m pytest tests/test_scale_smoke.py   # the full size
+
+Default size: 1,000 lines.  The timings at the full size (with / without the
+plugin, cold and warm, linear in lines) are bench/bench_scale.py's.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +23,7 @@ import pytest
 from soundness.mypy_batch import CRASH_MARKERS, run_mypy
 
 ROOT = Path(__file__).resolve().parents[1]
+LINES = int(os.environ.get("SPMD_SCALE_LINES", "1000"))
 
 PROBES = {
     # a Partial into a nonlinear op: the plugin is loaded
@@ -61,11 +68,11 @@ def scale_mypy_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
 
 def test_generated_codebase_has_no_errors(tmp_path: Path, scale_mypy_cache: Path) -> None:
     gen = _gen_codebase()
-    files = gen.generate(1000)
+    files = gen.generate(LINES)
     lines = gen.count_lines(files)
     gen.write(tmp_path, files)
     modules = [rel for rel in files if rel.endswith(".py")]
-    assert lines >= 1000 and len(modules) >= 10, (lines, len(modules))
+    assert lines >= LINES and len(modules) >= 10, (lines, len(modules))
     for name, (text, _) in PROBES.items():
         (tmp_path / f"{name}.py").write_text(text)
     report = run_mypy(
