@@ -104,11 +104,14 @@ class Run(NamedTuple):
     out: str
 
 
+def _command(side: Side, target: str) -> List[str]:
+    return [sys.executable, "-m", "mypy", "--config-file", str(side.ini), target]
+
+
 def run_mypy(side: Side, target: str = gen_codebase.PACKAGE) -> Run:
-    cmd = [sys.executable, "-m", "mypy", "--config-file", str(side.ini), target]
     c0 = children_cpu()
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, cwd=side.dir, env=child_env(), capture_output=True, text=True)
+    p = subprocess.run(_command(side, target), cwd=side.dir, env=child_env(), capture_output=True, text=True)
     return Run(time.perf_counter() - t0, children_cpu() - c0, p.returncode, p.stdout + p.stderr)
 
 
@@ -119,8 +122,9 @@ def run_together(sides: Sequence[Side], target: str = gen_codebase.PACKAGE) -> D
     t0 = time.perf_counter()
     for side in sides:
         out = tempfile.TemporaryFile(mode="w+")
-        cmd = [sys.executable, "-m", "mypy", "--config-file", str(side.ini), target]
-        p = subprocess.Popen(cmd, cwd=side.dir, env=child_env(), stdout=out, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.Popen(
+            _command(side, target), cwd=side.dir, env=child_env(), stdout=out, stderr=subprocess.STDOUT, text=True
+        )
         procs[p.pid] = (side, out)
     runs: Dict[str, Run] = {}
     while len(runs) < len(procs):
@@ -158,34 +162,31 @@ def measure(args: argparse.Namespace, sides: Dict[str, Side], mode: str, rounds:
     if mode == "warm":
         for name in SIDES:
             _check(run_mypy(sides[name]), f"warm-up ({name})")
+    together = args.together and mode in ("cold", "warm")
     for i in range(rounds):
-        if args.together and mode in ("cold", "warm"):
+        names = order(i)
+        for name in names:
             if mode == "cold":
-                for name in SIDES:
-                    shutil.rmtree(sides[name].cache, ignore_errors=True)
-            runs = run_together([sides[name] for name in order(i)])
-            for name in SIDES:
-                r = runs[name]
-                _check(r, f"{mode} run {i + 1} ({name})")
-                data[name]["wall"].append(r.wall)
-                data[name]["cpu"].append(r.cpu)
-            if mode != "warm":
-                w, o = runs["with"], runs["without"]
-                log(args, f"  {mode} {i + 1}/{rounds} together: with {w.wall:6.2f} s, without {o.wall:6.2f} s,"
-                          f" ratio {w.wall / o.wall:.3f}")
-            continue
-        for name in order(i):
-            side = sides[name]
-            if mode == "cold":
-                shutil.rmtree(side.cache, ignore_errors=True)
+                shutil.rmtree(sides[name].cache, ignore_errors=True)
             elif mode == "code":
-                _touch_codebase(side, i)
-            r = run_mypy(side)
-            _check(r, f"{mode} run {i + 1} ({name})")
-            data[name]["wall"].append(r.wall)
-            data[name]["cpu"].append(r.cpu)
-            if mode != "warm":
-                log(args, f"  {mode} {i + 1}/{rounds} {name:<7} {r.wall:6.2f} s")
+                _touch_codebase(sides[name], i)
+        if together:
+            runs = run_together([sides[name] for name in names])
+        else:
+            runs = {name: run_mypy(sides[name]) for name in names}
+        for name in names:
+            _check(runs[name], f"{mode} run {i + 1} ({name})")
+            data[name]["wall"].append(runs[name].wall)
+            data[name]["cpu"].append(runs[name].cpu)
+        if mode == "warm":
+            continue
+        if together:
+            w, o = runs["with"], runs["without"]
+            log(args, f"  {mode} {i + 1}/{rounds} together: with {w.wall:6.2f} s, without {o.wall:6.2f} s,"
+                      f" ratio {w.wall / o.wall:.3f}")
+        else:
+            for name in names:
+                log(args, f"  {mode} {i + 1}/{rounds} {name:<7} {runs[name].wall:6.2f} s")
     return data
 
 

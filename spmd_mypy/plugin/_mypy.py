@@ -917,7 +917,10 @@ def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[
 def routed_in_analyzer(ctx: AnalyzeTypeContext) -> bool:
     """Whether the tree being analysed is routed whole already (route_in_analyzer
     has nothing to do): the check before any other work, as hooks fire per Tensor."""
-    tree = getattr(getattr(ctx.api, "api", None), "cur_mod_node", None)
+    return _routed_whole(getattr(getattr(ctx.api, "api", None), "cur_mod_node", None))
+
+
+def _routed_whole(tree: object) -> bool:
     done = _ROUTED.get(getattr(tree, "path", ""))
     return done is not None and done[0] is tree and done[1] is None
 
@@ -936,8 +939,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
     tree = getattr(sem, "cur_mod_node", None)
     if sem is None or not isinstance(tree, MypyFile) or tree.is_stub:
         return
-    done = _ROUTED.get(tree.path)
-    if done is not None and done[0] is tree and done[1] is None:
+    if _routed_whole(tree):
         return  # the whole tree is routed already
     if _PHANTOM_ALIAS not in tree.names:
         phantom = sem.modules.get(PHANTOM_MODULE)
@@ -954,6 +956,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
     stmt = sem.statement
     if not isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
         return
+    done = _ROUTED.get(tree.path)
     if done is None or done[0] is not tree:
         done = _ROUTED[tree.path] = (tree, set())
     funcs = done[1]

@@ -208,7 +208,12 @@ def _collect_string(node: ast.Constant, text: str, out: Dict[Pos, Meta]) -> None
         out[pos] = out[pos]._replace(ambiguous=True)
 
 
-def _parse(source: str) -> Optional[ast.AST]:
+def _parse(data: bytes) -> Optional[ast.AST]:
+    """A file's ast; None when it is not UTF-8 or does not parse."""
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
     try:
         return ast.parse(source)
     except SyntaxError:
@@ -289,6 +294,14 @@ def _scan(path: Optional[str], owner: object = None) -> _Facts:
     return _LAST_SCAN.get(owner, path, _scan_file)
 
 
+def seen_without_spmd(owner: object) -> bool:
+    """Whether the last look at a file for `owner` found no spmd in it: the
+    Tensor hook's answer for the rest of that tree (torch's and typeshed's
+    stubs hold most Tensors mypy analyses) without looking again."""
+    last = _LAST_SCAN
+    return owner is not None and last.owner is owner and not last.value.uses  # type: ignore[attr-defined]
+
+
 def _scan_file(path: Optional[str]) -> _Facts:
     if not path or not path.endswith((".py", ".pyi")) or any(s in path for s in _SKIP):
         return _NOTHING
@@ -308,7 +321,8 @@ def _scan_file(path: Optional[str]) -> _Facts:
     uses = b"spmd" in data or b"Spmd" in data or b"SPMD" in data
     untyped = b"special" in data or b"linalg" in data or b"fft" in data
     # the cheap pre-filter: most files never mention Spmd, and have no index
-    scopes = _scopes_of_source(data) if b"global_spmd" in data else ()
+    tree = _parse(data) if b"global_spmd" in data else None
+    scopes = _collect_scopes(tree) if tree is not None else ()
     facts = _CACHE[path] = _Facts(key, uses, untyped, data if b"Spmd" in data else None, scopes)
     return facts
 
@@ -343,10 +357,7 @@ def _index(facts: _Facts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
                 index = _index_of_spans(data, found)
         if index is None:
             index = {}
-            try:
-                tree = _parse(data.decode("utf-8"))
-            except UnicodeDecodeError:
-                tree = None
+            tree = _parse(data)
             if isinstance(tree, ast.Module):
                 _collect(tree, index)
         facts.index, facts.data = index, None
@@ -647,14 +658,6 @@ def scopes_for(path: Optional[str], owner: object = None) -> Tuple[Scope, ...]:
 
 def _scopes_of_file(path: Optional[str]) -> Tuple[Scope, ...]:
     return _scan_file(path).scopes
-
-
-def _scopes_of_source(data: bytes) -> Tuple[Scope, ...]:
-    try:
-        tree = _parse(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        tree = None
-    return _collect_scopes(tree) if tree is not None else ()
 
 
 def global_axes_at(path: Optional[str], line: int, owner: object = None) -> Optional[Tuple[str, ...]]:

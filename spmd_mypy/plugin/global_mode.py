@@ -42,7 +42,7 @@ from ..vocab.opclasses import REFLECTED, SCALAR, op_class
 from ..vocab.spec import SpecError, Spmd, mismatches
 from ..vocab.spec_collectives import apply_collective
 from . import _mypy, comms, ops, relation
-from .annotations import AnnotationError, Meta, decode, global_axes_at, scopes_for
+from .annotations import AnnotationError, Meta, decode, global_axes_at
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
 from .guard import default_return, guarded, nothing
@@ -61,19 +61,9 @@ class Scope(NamedTuple):
 
 def scope_of(ctx: Any) -> Optional[Scope]:
     """The global scope of the call being checked; None in local code."""
-    owner = _mypy.check_owner(ctx.api)
-    if owner is _ALL_LOCAL[0] and owner is not None:
-        return None  # asked per op and call: most files have no global code
-    path = _mypy.checker_path(ctx.api)
-    if not scopes_for(path, owner):
-        _ALL_LOCAL[0] = owner
-        return None
-    axes = global_axes_at(path, getattr(ctx.context, "line", -1), owner)
+    line = getattr(ctx.context, "line", -1)
+    axes = global_axes_at(_mypy.checker_path(ctx.api), line, _mypy.check_owner(ctx.api))
     return None if axes is None else Scope(axes)
-
-
-# The last check pass (_mypy.check_owner) over a file without global code.
-_ALL_LOCAL: list = [None]
 
 
 # -- types ----------------------------------------------------------------------

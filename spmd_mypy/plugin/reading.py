@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..vocab.spec import Spmd
 from . import _mypy
-from .annotations import AnnotationError, decode, mentions_untyped_torch, scan
+from .annotations import AnnotationError, decode, mentions_untyped_torch, scan, seen_without_spmd
 from .config import Settings
 from .errors import SPMD_ANNOTATION
 from ..vocab.opclasses import untyped_function
@@ -53,24 +53,17 @@ def check_axes(spmd: Spmd, settings: Settings) -> None:
             )
 
 
-# The last analysed tree (_mypy.analysis_owner) whose file never mentions spmd:
-# most Tensors mypy analyses are in torch's and typeshed's stubs, and their
-# trees are analysed target by target, so one look per tree suffices.
-_WITHOUT_SPMD: list = [None]
-
-
 def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.Type:
     """The type of a `Tensor` in an annotation: its carrier if an Spmd(...) sits with it.
 
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
     tree = _mypy.analysis_owner(ctx)
-    if tree is _WITHOUT_SPMD[0] and tree is not None:
+    if seen_without_spmd(tree):
         return _mypy.plain_tensor_in_analyzer(ctx, tree)  # the common case, kept short
     index, uses_spmd = scan(_mypy.analyzer_path(ctx), tree, lambda marked: _mypy.annotation_spans(tree, marked))
     plain = _mypy.plain_tensor_in_analyzer(ctx, tree)
     if not uses_spmd:
-        _WITHOUT_SPMD[0] = tree
         return plain  # torch, typeshed, code without spmd: most Tensors mypy sees
     route_values(ctx)
     meta = index.get(_mypy.type_position(ctx))
