@@ -12,12 +12,13 @@ of times per run):
   user function calls     relation.signature_hook (parameters relaxed), then
                           relation.argument_hook (arguments checked per axis)
   carrier attributes      ops.attribute_hook      (.T keeps the type, .grad is its gradient)
+  user class attributes   parameters.write_hook   (writes to a module parameter take any Tensor)
   return / y: T = e       declared.HOOKS          (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
 Modules: _mypy (every mypy import), annotations (the per-file index, pure
-Python), reading, carrier, ops, comms, relation, declared, untyped, global_mode,
-errors, config.  The plugin
+Python), reading, carrier, ops, comms, relation, declared, untyped, parameters,
+global_mode, errors, config.  The plugin
 never imports torch.
 """
 
@@ -28,7 +29,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, ops, reading, relation, untyped
+from . import _mypy, comms, config, declared, global_mode, ops, parameters, reading, relation, untyped
 from ..vocab.opclasses import untyped_function
 from .guard import guarded, nothing
 from .annotations import mentions_spmd, mentions_untyped_torch
@@ -121,7 +122,7 @@ def _attribute_hook(fullname: str) -> Optional[Hook]:
             if hook is not None and name in ("T", "mT"):
                 return global_mode.transposed_attribute(name, hook)
             return hook
-    return None
+    return parameters.write_hook(fullname.rpartition(".")[2]) if _user_code(fullname) else None
 
 
 class _Hooks(Dict[str, Optional[Hook]]):
@@ -159,7 +160,6 @@ class SpmdPlugin(_mypy.Plugin):
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
         )
-        self._module_class_hook: Hook = guarded(_mypy.make_class_attributes_descriptors, nothing)
         declared_hooks = {
             name: global_mode.exact_declared(hook, what)
             for (name, hook), what in zip(declared.HOOKS.items(), ("Returned value", "Assigned value"))
@@ -220,12 +220,16 @@ class SpmdPlugin(_mypy.Plugin):
     def _alias_hook(self, fullname: str) -> Hook:
         def hook(ctx: Any) -> Any:
             reading.route_values(ctx)
-            return _mypy.alias_reference(self, ctx, fullname)
+            found = _mypy.alias_reference(self, ctx, fullname)
+            if found is None:  # no longer an alias of a carrier (a daemon edit)
+                return unhooked(ctx)
+            return found
 
-        return hook
+        def unhooked(ctx: Any) -> Any:
+            self._types[fullname] = None  # mypy's analysis, now and from now on
+            return _mypy.default_type(ctx)
 
-    def get_base_class_hook(self, fullname: str) -> Optional[Hook]:
-        return self._module_class_hook if fullname == "torch.nn.modules.module.Module" else None
+        return guarded(hook, unhooked)
 
     # -- cache and dependencies ---------------------------------------------------
     def report_config_data(self, ctx: _mypy.ReportConfigContext) -> Any:

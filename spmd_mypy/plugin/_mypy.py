@@ -78,6 +78,7 @@ from mypy.types import (
     Instance,
     LiteralType,
     NoneType,
+    ProperType,
     TupleType,
     Type,
     TypeAliasType,
@@ -90,7 +91,7 @@ from mypy.types import (
 from mypy.server.subexpr import get_subexpressions
 from mypy.subtypes import is_subtype
 
-from .annotations import RECORD_BASES, RECORD_DECORATORS, Span
+from .annotations import Span
 
 __all__ = [
     "Plugin",
@@ -112,8 +113,6 @@ __all__ = [
 ]
 
 CARRIER = "spmd_phantom.SpmdTensor"
-ATTR = "spmd_phantom.SpmdAttr"
-OPT_ATTR = "spmd_phantom.SpmdOptAttr"
 TENSOR = "torch._tensor.Tensor"
 
 
@@ -143,11 +142,20 @@ def fail_past_filters(api: Any, msg: str, context: Context, code: ErrorCode) -> 
 # -- reading types ---------------------------------------------------------------
 
 
+def _target(typ: Type) -> ProperType:
+    """get_proper_type for reading only: an alias without parameters is its
+    target itself, where mypy would copy the target on every expansion (the
+    aliases users write for annotated tensors are read thousands of times)."""
+    while isinstance(typ, TypeAliasType) and not typ.args and typ.alias is not None and not typ.alias.alias_tvars:
+        typ = typ.alias.target
+    return get_proper_type(typ)
+
+
 def carried(typ: Optional[Type]) -> Optional[str]:
     """The canonical SPMD string a carrier type holds, else None."""
     if typ is None:
         return None
-    p = get_proper_type(typ)
+    p = _target(typ)
     if isinstance(p, Instance) and p.type.fullname == CARRIER and p.args:
         arg = get_proper_type(p.args[0])
         if isinstance(arg, LiteralType) and isinstance(arg.value, str):
@@ -159,7 +167,7 @@ def is_tensor(typ: Optional[Type]) -> bool:
     """A torch Tensor (carrier or plain)."""
     if typ is None:
         return False
-    p = get_proper_type(typ)
+    p = _target(typ)
     return isinstance(p, Instance) and p.type.has_base(TENSOR)
 
 
@@ -530,27 +538,40 @@ def autograd_function_forward(ctx: Any) -> Optional[CallableType]:
 # -- module parameters --------------------------------------------------------------
 
 
-def make_class_attributes_descriptors(ctx: Any) -> None:
-    """In a class body, turn every attribute of carrier type into SpmdAttr[...]
-    (reads give the carrier, `self.w = nn.Parameter(...)` type-checks), however
-    its annotation was written (directly, through an alias, as a string)."""
-    names: set = set()
-    for stmt in ctx.cls.defs.body:
-        if isinstance(stmt, AssignmentStmt):
-            names.update(lv.name for lv in stmt.lvalues if isinstance(lv, NameExpr))
-    for name in names:
-        sym = ctx.cls.info.names.get(name)
-        node = getattr(sym, "node", None)
-        if not isinstance(node, Var) or node.type is None:
-            continue
-        p = get_proper_type(node.type)
-        if carried(p) is not None and isinstance(p, Instance):
-            node.type = ctx.api.named_type(ATTR, list(p.args))
-        elif isinstance(p, UnionType) and len(p.items) == 2:  # Optional[carrier]
-            items = [get_proper_type(t) for t in p.items]
-            tensors = [t for t in items if carried(t) is not None and isinstance(t, Instance)]
-            if len(tensors) == 1 and any(isinstance(t, NoneType) for t in items):
-                node.type = ctx.api.named_type(OPT_ATTR, list(tensors[0].args))
+def attribute_write_type(ctx: Any, name: str) -> Optional[Type]:
+    """What a write to attribute `name` accepts (an attribute hook's context),
+    when it is declared in a class body, the class is no record (dataclass,
+    attrs, NamedTuple, TypedDict, Protocol) and the declared type is a
+    carrier or an Optional carrier: the same with a plain Tensor in the
+    carrier's place, so `self.w = nn.Parameter(...)` checks.  None otherwise
+    (the declared type stands).  Reads keep the carrier."""
+    declared = get_proper_type(ctx.default_attr_type)
+    optional = isinstance(declared, UnionType) and len(declared.items) == 2
+    if optional:
+        items = [get_proper_type(t) for t in declared.items]
+        if not any(isinstance(t, NoneType) for t in items):
+            return None
+        declared = next(t for t in items if not isinstance(t, NoneType))
+    if carried(declared) is None:
+        return None
+    owner = get_proper_type(ctx.type)
+    sym = owner.type.get(name) if isinstance(owner, Instance) else None
+    var = getattr(sym, "node", None)
+    if sym is None or sym.implicit or not isinstance(var, Var) or var.info is None or _record(var.info):
+        return None
+    tensor = plain_tensor_like(declared)
+    return UnionType([tensor, NoneType()]) if optional else tensor
+
+
+def _record(info: TypeInfo) -> bool:
+    """A class whose annotated attributes are fields of a value, not state."""
+    return bool(
+        info.is_named_tuple
+        or info.typeddict_type is not None
+        or info.is_protocol
+        or "dataclass" in info.metadata
+        or "attrs" in info.metadata
+    )
 
 
 # -- signatures at call sites ------------------------------------------------------
@@ -665,30 +686,9 @@ def analysis_owner(ctx: AnalyzeTypeContext) -> object:
     return getattr(getattr(ctx.api, "api", None), "cur_mod_node", None)
 
 
-def attr_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
-    """SpmdAttr[Literal[...]]: a class attribute read as the carrier, assignable from any Tensor."""
-    literal = LiteralType(canonical, fallback=ctx.api.named_type("builtins.str", []))
-    return ctx.api.named_type(ATTR, [literal])
-
-
-
-
 # -- where the annotations are ------------------------------------------------------
 
 _MAY_BE_TYPE = (IndexExpr, OpExpr, StrExpr, MemberExpr, NameExpr)
-
-
-def _last_name(expr: Expression) -> str:
-    if isinstance(expr, CallExpr):
-        expr = expr.callee
-    return expr.name if isinstance(expr, (NameExpr, MemberExpr)) else ""
-
-
-def _record_class(node: ClassDef) -> bool:
-    """annotations._record_class on mypy's nodes."""
-    return any(_last_name(d) in RECORD_DECORATORS for d in node.decorators) or any(
-        _last_name(b) in RECORD_BASES for b in node.base_type_exprs
-    )
 
 
 def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Optional[List[Span]]:
@@ -711,45 +711,41 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
             return statements
         return [st for st in statements if _touches(st, marked)]
 
-    def add(node: Any, attribute: bool) -> bool:
+    def add(node: Any) -> bool:
         end_line, end_column = node.end_line, node.end_column
         if node.line < 1:
             return True  # not written (an unannotated parameter)
         if end_line is None or end_column is None:
             return False
-        out.append((node.line, node.column, end_line, end_column, attribute))
+        out.append((node.line, node.column, end_line, end_column))
         return True
 
-    stack: List[Tuple[Statement, bool]] = [(d, False) for d in reversed(wanted(tree.defs))]
+    stack: List[Statement] = list(reversed(wanted(tree.defs)))
     while stack:
-        st, class_body = stack.pop()
+        st = stack.pop()
         if isinstance(st, Decorator):
             st = st.func
         if isinstance(st, OverloadedFuncDef):
-            parts: List[Statement] = [*st.items, *([st.impl] if st.impl is not None else [])]
-            stack.extend((p, False) for p in reversed(parts))
+            stack.extend(reversed([*st.items, *([st.impl] if st.impl is not None else [])]))
         elif isinstance(st, FuncDef):
             sig = st.unanalyzed_type
             if isinstance(sig, CallableType):
                 for t in (*sig.arg_types, sig.ret_type):
-                    if not add(t, False):
+                    if not add(t):
                         return None
-            stack.extend((b, False) for b in reversed(wanted(st.body.body)))
+            stack.extend(reversed(wanted(st.body.body)))
         elif isinstance(st, ClassDef):
-            attributes = not _record_class(st)
-            stack.extend((b, attributes) for b in reversed(wanted(st.defs.body)))
+            stack.extend(reversed(wanted(st.defs.body)))
         elif isinstance(st, AssignmentStmt):
-            if st.unanalyzed_type is not None:
-                named = len(st.lvalues) == 1 and isinstance(st.lvalues[0], NameExpr)
-                if not add(st.unanalyzed_type, class_body and named):
-                    return None
-            if isinstance(st.rvalue, _MAY_BE_TYPE) and not add(st.rvalue, False):
+            if st.unanalyzed_type is not None and not add(st.unanalyzed_type):
+                return None
+            if isinstance(st.rvalue, _MAY_BE_TYPE) and not add(st.rvalue):
                 return None
         elif isinstance(st, TypeAliasStmt):
             return None  # `type X = ...`: rare; the caller parses the file
         else:
             for block in _sub_blocks(stmt=st):
-                stack.extend((b, False) for b in reversed(wanted(block.body)))
+                stack.extend(reversed(wanted(block.body)))
     return out
 
 
@@ -1203,12 +1199,33 @@ def module_path(plugin: Any, module: str) -> Optional[str]:
     return getattr(tree, "path", None)
 
 
-def alias_reference(plugin: Any, ctx: AnalyzeTypeContext, fullname: str) -> Type:
-    """What mypy makes of a bare reference to a non-generic alias."""
-    sym = plugin.lookup_fully_qualified(fullname)
-    node = sym.node
-    assert isinstance(node, TypeAlias)
+def alias_reference(plugin: Any, ctx: AnalyzeTypeContext, fullname: str) -> Optional[Type]:
+    """A bare reference to a non-generic alias that holds a carrier; None
+    when `fullname` is no such alias (any more: the daemon re-analyses edits).
+
+    An alias of a carrier itself (`Act = Annotated[Tensor, Spmd(tp=V)]`) is
+    the carrier, as mypy inlines `A = Tensor`: mypy would otherwise expand
+    the alias again wherever it looks at a value of its type (tens of
+    thousands of times in a cold run of the bench codebase, where without
+    the plugin it expands none).  Other aliases stay aliases.  Either way
+    the alias is recorded as used, as mypy does, so the daemon re-checks
+    the users of an edited alias."""
+    if not alias_holding_carrier(plugin, fullname):
+        return None
+    node = plugin.lookup_fully_qualified(fullname).node
+    used = getattr(ctx.api, "aliases_used", None)
+    if isinstance(used, set):
+        used.add(fullname)
+    target = node.target
+    if isinstance(target, Instance) and carried(target) is not None:
+        return Instance(target.type, target.args, line=ctx.context.line, column=ctx.context.column)
     return TypeAliasType(node, [], line=ctx.context.line, column=ctx.context.column)
+
+
+def default_type(ctx: AnalyzeTypeContext) -> Type:
+    """mypy's own analysis of the type a type-analyze hook was asked about
+    (which asks for the hook again: the caller makes sure it gets none)."""
+    return ctx.api.analyze_type(ctx.type)
 
 
 def list_display_element(expr: Expression, declared: Type) -> Optional[Tuple[List[Expression], Type]]:

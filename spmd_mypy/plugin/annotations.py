@@ -33,9 +33,9 @@ from ..vocab.spec import PartitionSpec, SpecError, Spmd
 __all__ = ["Meta", "index_for", "decode", "AnnotationError", "SPMD_FULLNAMES"]
 
 Pos = Tuple[int, int]  # (line, 0-based column), as mypy reports them
-# Where a type is written: (line, column, end line, end column, whether it
-# annotates an attribute in a class body); see _mypy.annotation_spans.
-Span = Tuple[int, int, int, int, bool]
+# Where a type is written: (line, column, end line, end column); see
+# _mypy.annotation_spans.
+Span = Tuple[int, int, int, int]
 
 # Fully qualified names the decoder accepts (definitions, as mypy resolves them).
 SPMD_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.Spmd", "spmd_mypy.Spmd"})
@@ -55,7 +55,6 @@ class Meta(NamedTuple):
 
     exprs: Tuple[ast.expr, ...]
     line: int
-    in_class: bool = False  # the annotation of an attribute in a class body
     ambiguous: bool = False  # a string annotation holding several tensors
     misplaced: bool = False  # a Tensor nested in a container Annotated with Spmd
 
@@ -67,9 +66,7 @@ class AnnotationError(Exception):
         super().__init__(message)
         self.line = line
 
-
 # -- the per-file index ----------------------------------------------------------
-
 
 
 def _is_annotated(node: ast.expr) -> bool:
@@ -78,69 +75,47 @@ def _is_annotated(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "Annotated"
 
 
-# Classes whose annotated fields are plain values, by decorator or base name.
-RECORD_DECORATORS = frozenset({"dataclass", "define", "frozen", "attrs", "dataclass_transform"})
-RECORD_BASES = frozenset({"NamedTuple", "TypedDict", "Protocol"})
-
-
-def _last_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
-
-
-def _record_class(node: ast.ClassDef) -> bool:
-    """A dataclass, NamedTuple, TypedDict or Protocol: its annotated fields are
-    plain values, not module parameters (no SpmdAttr descriptor)."""
-    return any(_last_name(d) in RECORD_DECORATORS for d in node.decorator_list) or any(
-        _last_name(b) in RECORD_BASES for b in node.bases
-    )
-
-
 def _collect(tree: ast.Module, out: Dict[Pos, Meta]) -> None:
     """Index every Annotated[...] in the annotations of a module.
 
     Only the places that hold types are walked (parameter and return
     annotations, annotated assignments, alias values), not function bodies'
     expressions: the daemon re-indexes the edited file on every check."""
-    for root, attribute in _annotation_roots(tree):
-        _collect_expr(root, out, None, attribute)
+    for root in _annotation_roots(tree):
+        _collect_expr(root, out, None)
 
 
-def _annotation_roots(tree: ast.Module) -> Iterator[Tuple[ast.expr, bool]]:
-    """(type expression, whether it annotates an attribute in a class body)."""
-    stack: List[Tuple[ast.stmt, bool]] = [(st, False) for st in reversed(tree.body)]
+def _annotation_roots(tree: ast.Module) -> Iterator[ast.expr]:
+    """The type expressions of a module (and values that may be aliases)."""
+    stack: List[ast.stmt] = list(reversed(tree.body))
     while stack:
-        st, class_body = stack.pop()
+        st = stack.pop()
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = st.args
             for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
                 if arg is not None and arg.annotation is not None:
-                    yield arg.annotation, False
+                    yield arg.annotation
             if st.returns is not None:
-                yield st.returns, False
-            stack.extend((b, False) for b in reversed(st.body))
+                yield st.returns
+            stack.extend(reversed(st.body))
         elif isinstance(st, ast.ClassDef):
-            attributes = not _record_class(st)
-            stack.extend((b, attributes) for b in reversed(st.body))
+            stack.extend(reversed(st.body))
         elif isinstance(st, ast.AnnAssign):
-            yield st.annotation, class_body and isinstance(st.target, ast.Name)
+            yield st.annotation
             if st.value is not None and _may_be_type(st.value):
-                yield st.value, False
+                yield st.value
         elif isinstance(st, ast.Assign):
             if _may_be_type(st.value):
-                yield st.value, False
+                yield st.value
         elif type(st).__name__ == "TypeAlias":  # `type X = ...` (Python 3.12)
-            yield getattr(st, "value"), False
+            yield getattr(st, "value")
         else:
             for field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 for child in reversed(getattr(st, field, None) or []):
                     if isinstance(child, ast.stmt):
-                        stack.append((child, False))
+                        stack.append(child)
                     else:  # an except handler or a match case
-                        stack.extend((b, False) for b in reversed(getattr(child, "body", [])))
+                        stack.extend(reversed(getattr(child, "body", [])))
 
 
 def _may_be_type(value: ast.expr) -> bool:
@@ -148,7 +123,7 @@ def _may_be_type(value: ast.expr) -> bool:
     return isinstance(value, (ast.Subscript, ast.BinOp, ast.Constant, ast.Attribute, ast.Name))
 
 
-def _collect_expr(root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos], attribute: bool) -> None:
+def _collect_expr(root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos]) -> None:
     # Parents before children, left to right (as ast.walk, without visiting
     # the insides of names and calls: no type is written there).
     stack: List[ast.AST] = [root]
@@ -156,7 +131,7 @@ def _collect_expr(root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos], at
         node = stack.pop()
         if isinstance(node, ast.Subscript):
             if _is_annotated(node.value):
-                _collect_annotated(node, root, out, shift, attribute)
+                _collect_annotated(node, out, shift)
             stack.append(node.slice)
         elif isinstance(node, (ast.Tuple, ast.List)):
             stack.extend(reversed(node.elts))
@@ -171,7 +146,7 @@ def _collect_expr(root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos], at
 
 
 def _collect_annotated(
-    node: ast.Subscript, root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos], attribute: bool
+    node: ast.Subscript, out: Dict[Pos, Meta], shift: Optional[Pos]
 ) -> None:
     elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
     if len(elts) < 2:
@@ -179,7 +154,7 @@ def _collect_annotated(
     first = elts[0]
     pos = shift if shift is not None else (first.lineno, first.col_offset)
     line = shift[0] if shift is not None else node.lineno
-    meta = Meta(tuple(elts[1:]), line, attribute and node is root)
+    meta = Meta(tuple(elts[1:]), line)
     out.setdefault(pos, meta)
     if shift is None and isinstance(first, (ast.Subscript, ast.BinOp)):
         # Annotated[list[Tensor], Spmd(...)]: the Spmd would be lost on
@@ -202,7 +177,7 @@ def _collect_string(node: ast.Constant, text: str, out: Dict[Pos, Meta]) -> None
         or (isinstance(n, ast.Attribute) and n.attr.endswith("Tensor"))
     ]
     before = len(out)
-    _collect_expr(inner.body, out, (node.lineno, node.col_offset), False)
+    _collect_expr(inner.body, out, (node.lineno, node.col_offset))
     if len(out) > before and len(tensors) > 1:
         pos = (node.lineno, node.col_offset)
         out[pos] = out[pos]._replace(ambiguous=True)
@@ -364,28 +339,27 @@ def _index(facts: _Facts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
     return facts.index
 
 
-# (text, attribute) -> the index of that annotation alone, positions relative
+# text -> the index of that annotation alone, positions relative
 # to its start (line 1, column 0); None when it does not parse.  Codebases
 # write the same annotations over and over, so each text is parsed once.
-_SNIPPETS: Dict[Tuple[str, bool], Optional[List[Tuple[Pos, Meta]]]] = {}
+_SNIPPETS: Dict[str, Optional[List[Tuple[Pos, Meta]]]] = {}
 _MAX_SNIPPETS = 65536
 
 
-def _snippet(text: str, attribute: bool) -> Optional[List[Tuple[Pos, Meta]]]:
-    key = (text, attribute)
-    if key in _SNIPPETS:
-        return _SNIPPETS[key]
+def _snippet(text: str) -> Optional[List[Tuple[Pos, Meta]]]:
+    if text in _SNIPPETS:
+        return _SNIPPETS[text]
     try:  # parenthesised: an annotation may span lines
         root = ast.parse("(" + text + ")", mode="eval").body
     except (SyntaxError, ValueError):
         found = None
     else:
         out: Dict[Pos, Meta] = {}
-        _collect_expr(root, out, None, attribute)
+        _collect_expr(root, out, None)
         found = [((line, col - 1 if line == 1 else col), meta) for (line, col), meta in out.items()]
     if len(_SNIPPETS) >= _MAX_SNIPPETS:
         _SNIPPETS.clear()
-    _SNIPPETS[key] = found
+    _SNIPPETS[text] = found
     return found
 
 
@@ -395,7 +369,7 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
     not parse (the caller then parses the whole file)."""
     lines = data.split(b"\n")
     out: Dict[Pos, Meta] = {}
-    for line, col, end_line, end_col, attribute in spans:
+    for line, col, end_line, end_col in spans:
         if end_line > len(lines) or end_line < line:
             return None
         if line == end_line:
@@ -404,7 +378,7 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
             raw = b"\n".join([lines[line - 1][col:], *lines[line:end_line - 1], lines[end_line - 1][:end_col]])
         if b"Annotated" not in raw:
             continue
-        found = _snippet(raw.decode("ascii"), attribute)
+        found = _snippet(raw.decode("ascii"))
         if found is None:
             return None
         for (r_line, r_col), meta in found:

@@ -6,9 +6,8 @@ position in the file's annotation index; if an `Spmd(...)` sits in the same
 Works for parameters, returns, variables, class attributes, aliases
 (`Act = Annotated[Tensor, Spmd(tp=V)]`), string annotations and anything
 nested (Optional, list/tuple/dict of tensors), since each inner Tensor is
-analyzed in place.  An attribute annotated in a class body (an nn.Module
-parameter) becomes the SpmdAttr descriptor: reads give the carrier, and
-`self.w = nn.Parameter(...)` type-checks.
+analyzed in place.  (Writes to an attribute annotated in a class body, an
+nn.Module parameter, accept any Tensor: parameters.py.)
 """
 
 from __future__ import annotations
@@ -78,6 +77,4 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
         return plain
     _mypy.mark_alias_target(ctx)
-    if meta.in_class:
-        return _mypy.attr_in_analyzer(ctx, spmd.canonical())
     return _mypy.carrier_in_analyzer(ctx, spmd.canonical())

@@ -46,7 +46,7 @@ def _whole_file(source: str) -> Dict[object, object]:
 
 def _plain(index: Dict[annotations.Pos, annotations.Meta]) -> Dict[object, object]:
     return {
-        pos: (tuple(ast.dump(e) for e in m.exprs), m.line, m.in_class, m.ambiguous, m.misplaced)
+        pos: (tuple(ast.dump(e) for e in m.exprs), m.line, m.ambiguous, m.misplaced)
         for pos, m in index.items()
     }
 
@@ -109,7 +109,7 @@ def test_files_mypy_columns_could_disagree_with_are_parsed_whole(tmp_path: Path)
 def test_a_span_that_does_not_parse_falls_back_to_the_whole_file(tmp_path: Path) -> None:
     path = tmp_path / "m.py"
     path.write_text("x: Annotated[Tensor, Spmd(tp=V)]\n")
-    index, _ = annotations.scan(str(path), None, lambda marked: [(1, 0, 1, 12, False)])  # cut mid-way
+    index, _ = annotations.scan(str(path), None, lambda marked: [(1, 0, 1, 12)])  # cut mid-way
     assert list(index) == [(1, 13)]
 
 

@@ -148,3 +148,48 @@ def test_a_module_made_stale_by_a_dependency_keeps_per_axis_returns(tmp_path: Pa
         _edit(proj / "helper.py", (proj / "helper.py").read_text() + f"def more{round_}() -> int:\n    return 1\n")
     out = _run(mypy, proj)
     assert [e.split(" expected: ")[0] + " expected" for e in _errors(out)] == expected, out.stdout + out.stderr
+
+
+
+ALIAS_USER = '''\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, S
+from aliases import Act
+
+def keep(x: Act) -> Annotated[Tensor, Spmd(dp=S(0), tp=S(1))]:
+    return x
+'''
+
+
+def test_daemon_rechecks_the_users_of_an_edited_alias(tmp_path: Path) -> None:
+    # A reference to an alias of a carrier is the carrier itself
+    # (_mypy.alias_reference); the alias is still recorded as used, so an
+    # edit of the alias alone reaches its users, also when it stops being one.
+    proj = _project(tmp_path)
+    (proj / "model.py").unlink()
+    (proj / "aliases.py").write_text(ALIASES)
+    (proj / "user.py").write_text(ALIAS_USER)
+    dmypy = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(proj / ".dmypy.json")]
+    run = dmypy + ["run", "--", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py", "aliases.py"]
+    partial = ALIASES.replace("Spmd, S", "Spmd, S, P").replace("dp=S(0)", "dp=P")
+    try:
+        first = _run(run, proj)
+        assert "Success" in first.stdout, first.stdout + first.stderr
+        _edit(proj / "aliases.py", partial)
+        second = _run(run, proj)
+        assert [e.split(": error: ")[1][:48] for e in _errors(second)] == [
+            "Returned value is P on axis 'dp' where S(0) is e"
+        ], second.stdout + second.stderr
+        assert _errors(second)[0].startswith("user.py:7:"), second.stdout
+        _edit(proj / "aliases.py", ALIASES)
+        third = _run(run, proj)
+        assert "Success" in third.stdout, third.stdout + third.stderr
+        # no longer an alias but a class: mypy's own verdict, no crash
+        _edit(proj / "aliases.py", "class Act:\n    pass\n")
+        fourth = _run(run, proj)
+        assert "Traceback" not in fourth.stdout + fourth.stderr, fourth.stdout + fourth.stderr
+        assert [e.split(":")[1] for e in _errors(fourth)] == ["7"], fourth.stdout + fourth.stderr
+        assert "[return-value]" in fourth.stdout, fourth.stdout
+    finally:
+        _run(dmypy + ["stop"], proj)

@@ -18,22 +18,6 @@ _T = TypeVar("_T")
 
 class SpmdTensor(Tensor, Generic[_S_co]): ...
 
-class SpmdAttr(Generic[_S_co]):
-    """A tensor attribute declared in a class body (an nn.Module parameter).
-
-    Reading it gives SpmdTensor[_S_co]; assigning any Tensor to it is allowed
-    (the usual `self.w = nn.Parameter(...)` in __init__).
-    """
-
-    def __get__(self, obj: object, owner: object) -> SpmdTensor[_S_co]: ...
-    def __set__(self, obj: object, value: Tensor) -> None: ...
-
-class SpmdOptAttr(Generic[_S_co]):
-    """An Optional tensor attribute declared in a class body (an optional bias)."""
-
-    def __get__(self, obj: object, owner: object) -> SpmdTensor[_S_co] | None: ...
-    def __set__(self, obj: object, value: Tensor | None) -> None: ...
-
 # The plugin routes `return e` and `y: Annotated[...] = e` of files that use
 # spmd through these two (see spmd_mypy/plugin/declared.py): their hooks check
 # the value against the declared type per axis.  Never called at runtime.

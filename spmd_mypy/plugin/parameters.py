@@ -1,0 +1,35 @@
+"""Module parameters: writes to an attribute declared in a class body.
+
+`weight: Annotated[Tensor, Spmd(tp=S(0))]` in the body of an nn.Module
+subclass declares a parameter; `__init__` then assigns it a plain
+`nn.Parameter(...)`, which holds no SPMD type yet.  Reads of the attribute
+give its carrier; a write accepts any Tensor (or None, for an Optional
+one), like the assignment to a declared parameter that it is.  The attribute
+hook runs for the attributes of user classes; on a write it hands mypy the
+declared type with a plain Tensor in the carrier's place
+(_mypy.attribute_write_type).  Attributes of records (dataclasses, attrs,
+NamedTuple, TypedDict, Protocol) are fields of a value and keep their
+declared type, as do attributes first declared on `self` in a method.
+
+A descriptor class in the stubs (reads the carrier, `__set__` takes a
+Tensor) would say the same to mypy, but mypy type-checks a call of
+`__get__` on every read of a descriptor: on the bench codebase, about a
+third of what mypy spent on top of its own work (bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import _mypy
+from .guard import default_attr, guarded
+
+
+def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
+    def hook(ctx: Any) -> _mypy.Type:
+        if not ctx.is_lvalue:
+            return ctx.default_attr_type  # reads: most calls
+        relaxed = _mypy.attribute_write_type(ctx, name)
+        return ctx.default_attr_type if relaxed is None else relaxed
+
+    return guarded(hook, default_attr)
