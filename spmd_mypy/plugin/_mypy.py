@@ -109,7 +109,6 @@ __all__ = [
     "Type",
     "CARRIER",
     "TENSOR",
-    "ATTR",
 ]
 
 CARRIER = "spmd_phantom.SpmdTensor"
