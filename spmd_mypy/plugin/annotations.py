@@ -66,6 +66,7 @@ class AnnotationError(Exception):
         super().__init__(message)
         self.line = line
 
+
 # -- the per-file index ----------------------------------------------------------
 
 
@@ -145,9 +146,7 @@ def _collect_expr(root: ast.expr, out: Dict[Pos, Meta], shift: Optional[Pos]) ->
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
-def _collect_annotated(
-    node: ast.Subscript, out: Dict[Pos, Meta], shift: Optional[Pos]
-) -> None:
+def _collect_annotated(node: ast.Subscript, out: Dict[Pos, Meta], shift: Optional[Pos]) -> None:
     elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
     if len(elts) < 2:
         return
