@@ -558,8 +558,7 @@ def attribute_write_type(ctx: Any, name: str) -> Optional[Type]:
     var = getattr(sym, "node", None)
     if sym is None or sym.implicit or not isinstance(var, Var) or var.info is None or _record(var.info):
         return None
-    tensor = plain_tensor_like(declared)
-    return UnionType([tensor, NoneType()]) if optional else tensor
+    return relax_tensors(ctx.api, ctx.default_attr_type)
 
 
 def _record(info: TypeInfo) -> bool:
@@ -1165,11 +1164,19 @@ def alias_holding_carrier(plugin: Any, fullname: str) -> Optional[bool]:
     """Is `fullname` a non-generic type alias of a type that holds a carrier
     (`Act = Annotated[Tensor, Spmd(tp=V)]`)?  None: not known yet (its module
     is not analysed, or its target is not ready)."""
+    return _is_carrier_alias(_node_of(plugin, fullname))
+
+
+def _node_of(plugin: Any, fullname: str) -> Any:
     try:
         sym = plugin.lookup_fully_qualified(fullname)
     except Exception:
         return None
-    node = getattr(sym, "node", None)
+    return getattr(sym, "node", None)
+
+
+def _is_carrier_alias(node: Any) -> Optional[bool]:
+    """alias_holding_carrier for the node a name stands for."""
     if node is None:
         return None
     if not isinstance(node, TypeAlias) or node.alias_tvars:
@@ -1209,9 +1216,9 @@ def alias_reference(plugin: Any, ctx: AnalyzeTypeContext, fullname: str) -> Opti
     the plugin it expands none).  Other aliases stay aliases.  Either way
     the alias is recorded as used, as mypy does, so the daemon re-checks
     the users of an edited alias."""
-    if not alias_holding_carrier(plugin, fullname):
+    node = _node_of(plugin, fullname)
+    if not _is_carrier_alias(node):
         return None
-    node = plugin.lookup_fully_qualified(fullname).node
     used = getattr(ctx.api, "aliases_used", None)
     if isinstance(used, set):
         used.add(fullname)
