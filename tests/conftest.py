@@ -1,9 +1,26 @@
-"""Shared test set-up: let mypy (fixture cases) find the carrier stubs and the package."""
+"""Shared test set-up: let mypy (fixture cases) find the carrier stubs and the package,
+and give this checkout's fixture cases a mypy cache of their own."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ["MYPYPATH"] = os.pathsep.join([str(ROOT / "stubs" / "torch-spmd"), str(ROOT)])
+
+# pytest-mypy-plugins keeps its cache under --mypy-testing-base, which defaults
+# to the machine-wide temp dir: two checkouts with different plugin versions
+# would then read each other's cached results.  Unless the user names a base,
+# the fixture cases use one inside this checkout (shared by all of its cases).
+FIXTURE_BASE = ROOT / ".pytest_mypy"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    option = config.option
+    if getattr(option, "mypy_testing_base", None) == tempfile.gettempdir():
+        FIXTURE_BASE.mkdir(exist_ok=True)
+        option.mypy_testing_base = str(FIXTURE_BASE)
