@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Every mypy the suite starts runs the plugin in strict mode: a hook that
+# fails raises instead of falling back, so a fallback is a failing test.
+os.environ.setdefault("SPMD_MYPY_STRICT", "1")
 os.environ["MYPYPATH"] = os.pathsep.join([str(ROOT / "stubs" / "torch-spmd"), str(ROOT)])
 
 # pytest-mypy-plugins keeps its cache under --mypy-testing-base, which defaults

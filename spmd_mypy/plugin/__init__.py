@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _mypy, comms, config, declared, global_mode, ops, parameters, reading, relation, untyped
 from ..vocab.opclasses import untyped_function
-from .guard import guarded, nothing
+from .guard import STRICT, guarded, nothing, report_skipped
 from .annotations import mentions_spmd, mentions_untyped_torch
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
@@ -211,7 +211,10 @@ class SpmdPlugin(_mypy.Plugin):
             return None  # torch, typeshed, code without spmd
         try:
             known = _mypy.alias_holding_carrier(self, fullname)
-        except Exception:  # the plugin never takes mypy down
+        except Exception as exc:  # the plugin never takes mypy down
+            if STRICT:
+                raise
+            report_skipped(None, _mypy.alias_holding_carrier, exc)
             known = False
         if known is None:
             return ASK_AGAIN  # not analysed yet

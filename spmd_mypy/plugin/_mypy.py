@@ -123,6 +123,16 @@ def fail(api: Any, msg: str, context: Context, code: ErrorCode) -> None:
     api.fail(msg, context, code=code)
 
 
+def note(api: Any, msg: str, context: Context, code: ErrorCode) -> bool:
+    """A note at `context` through the checker's or the type analyzer's api;
+    False when `api` can take none."""
+    method = getattr(api, "note", None)
+    if method is None:
+        return False
+    method(msg, context, code=code)
+    return True
+
+
 def fail_past_filters(api: Any, msg: str, context: Context, code: ErrorCode) -> None:
     """Report an error that mypy's active error filters would swallow.
 

@@ -45,7 +45,7 @@ from . import _mypy, comms, ops, relation
 from .annotations import AnnotationError, Meta, decode, global_axes_at
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
-from .guard import default_return, guarded, nothing
+from .guard import STRICT, default_return, guarded, nothing, report_skipped
 
 GLOBAL_OPS = "spmd_mypy.runtime.global_ops."
 
@@ -532,8 +532,10 @@ def exact_declared(inner: Callable[[Any], Any], what: str) -> Callable[[Any], An
         declared = inner(ctx)
         try:  # as guarded() would, without building a wrapper per call
             _exact_declared(ctx, declared, what)
-        except Exception:
-            pass
+        except Exception as exc:
+            if STRICT:
+                raise
+            report_skipped(ctx, _exact_declared, exc)
         return declared
 
     return hook

@@ -1,26 +1,69 @@
-"""The plugin never takes mypy down: every hook runs behind `guarded`.
+"""The plugin never takes mypy down, and never fails silently.
 
-A hook that fails (an unexpected node, a mypy change) falls back to what
-mypy would have done without the plugin: the default type or signature.
+Every hook runs behind `guarded`.  A hook that raises (an unexpected node, a
+mypy change) falls back to what mypy would have done without the plugin --
+the default type or signature -- and the user sees one `spmd-internal` note
+at the line saying that the check was skipped there.  Set the environment
+variable SPMD_MYPY_STRICT=1 and the exception propagates instead (mypy then
+stops with its internal-error report); the test suite runs that way, so a
+fallback anywhere in it is a failing test.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+import os
+import sys
+from typing import Any, Callable, Optional, TypeVar
+
+from . import _mypy
+from .errors import SPMD_INTERNAL
 
 T = TypeVar("T")
 
 Hook = Callable[[Any], T]
 
+STRICT_ENV = "SPMD_MYPY_STRICT"
+
+
+def strict_mode(environ: Any = os.environ) -> bool:
+    """SPMD_MYPY_STRICT set to anything but "", "0", "false", "no"."""
+    return environ.get(STRICT_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+STRICT = strict_mode()
+
 
 def guarded(fn: Hook[T], fallback: Hook[T]) -> Hook[T]:
+    """`fn`, or on an exception `fallback` after reporting the skipped check."""
+
     def hook(ctx: Any) -> T:
         try:
             return fn(ctx)
-        except Exception:
+        except Exception as exc:
+            if STRICT:
+                raise
+            report_skipped(ctx, fn, exc)
             return fallback(ctx)
 
     return hook
+
+
+def skipped_text(fn: Any, exc: BaseException) -> str:
+    where = f"{getattr(fn, '__module__', '?').rpartition('.')[2]}.{getattr(fn, '__qualname__', '?')}"
+    return (
+        f"{SPMD_INTERNAL.code}: spmd-mypy skipped its check here after an internal error in {where} "
+        f"({type(exc).__name__}: {exc}); please report it with this line"
+    )
+
+
+def report_skipped(ctx: Any, fn: Any, exc: BaseException) -> None:
+    """One `spmd-internal` note at the hook's line; on stderr where a hook has
+    no line to put it on (the per-file hook)."""
+    text = skipped_text(fn, exc)
+    context: Optional[Any] = getattr(ctx, "context", None)
+    if context is None or not _mypy.note(ctx.api, text, context, SPMD_INTERNAL):
+        path = getattr(ctx, "path", None) or "?"
+        print(f"{path}: note: {text}", file=sys.stderr)
 
 
 def default_return(ctx: Any) -> Any:

@@ -295,22 +295,31 @@ def _asks_for_grad(ctx: Any) -> bool:
     return any(not _mypy.is_false(expr) for expr, _ in _mypy.formal_args(ctx, "requires_grad"))
 
 
+def _in_spmd_file(ctx: Any) -> bool:
+    return mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api))
+
+
 def unknown_in_spmd_file(ctx: Any, default: _mypy.Type) -> _mypy.Type:
     """A tensor result of unknown SPMD type: SpmdTensor[Any] in files that use spmd,
     so that returning it from an annotated function is no error (gradual typing)."""
-    if _mypy.has_tensor(default) and mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api)):
+    if _mypy.has_tensor(default) and _in_spmd_file(ctx):
         return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
     return default
 
 
 def _typed(ctx: Any, spmd: Optional[Spmd], typed_operand: bool) -> _mypy.Type:
     """The default result with its tensors carrying `spmd`; SpmdTensor[Any] when the
-    rules cannot type it (it then fits any annotation)."""
+    rules cannot type it (it then fits any annotation).  Without a typed
+    operand, only files that use spmd get carriers (a factory's R): elsewhere,
+    torch's own sources among them, the carrier's module may not even be
+    analysed yet."""
     default = ctx.default_return_type
     if not _mypy.has_tensor(default):
         return default
+    if not typed_operand and not _in_spmd_file(ctx):
+        return default
     if spmd is None and not typed_operand:
-        return unknown_in_spmd_file(ctx, default)
+        return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
     new = carrier(ctx.api, spmd) if spmd is not None else _mypy.unknown_carrier(ctx.api)
     return _mypy.replace_tensors(default, new)
 

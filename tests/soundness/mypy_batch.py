@@ -9,6 +9,7 @@ torch nor mypy here.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from typing import Dict, List, Mapping, Tuple
 ROOT = Path(__file__).resolve().parents[2]
 _ERROR = re.compile(r"^(?P<path>[^:]+\.py):(?P<line>\d+): error: (?P<msg>.*?)(?:  \[(?P<code>[a-z0-9-]+)\])?$")
 CRASH_MARKERS = ("INTERNAL ERROR", "Traceback (most recent call last)")
+# The note a hook leaves where it fell back (plugin/guard.py, outside strict mode).
+FALLBACK_MARKER = ": note: spmd-internal: "
 
 
 def mypy_ini(cache_dir: Path, extra: str = "") -> str:
@@ -43,6 +46,10 @@ class MypyReport:
     stderr: str
     exit_status: int
 
+    def fallbacks(self) -> List[str]:
+        """The spmd-internal notes: checks a hook skipped after an internal error."""
+        return [ln for ln in (self.stdout + self.stderr).splitlines() if FALLBACK_MARKER in ln]
+
 
 _CHILD = (
     "import json, os, sys\n"
@@ -54,13 +61,19 @@ _CHILD = (
 )
 
 
-def run_mypy(files: List[Path], workdir: Path, cache_dir: Path, extra_ini: str = "") -> MypyReport:
-    """One mypy run (mypy.api) over files; per file, the error lines."""
+def run_mypy(
+    files: List[Path], workdir: Path, cache_dir: Path, extra_ini: str = "", strict: bool = True
+) -> MypyReport:
+    """One mypy run (mypy.api) over files; per file, the error lines.
+
+    strict: the plugin re-raises where a hook fails (SPMD_MYPY_STRICT=1);
+    otherwise it falls back as in a user's run and leaves a note."""
     ini = workdir / "mypy.ini"
     ini.write_text(mypy_ini(cache_dir, extra_ini))
+    env = {**os.environ, "SPMD_MYPY_STRICT": "1" if strict else "0"}
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, "--config-file", str(ini), *map(str, files)],
-        cwd=workdir, capture_output=True, text=True, timeout=1800,
+        cwd=workdir, capture_output=True, text=True, timeout=1800, env=env,
     )
     try:
         out, err, status = json.loads(proc.stdout)
