@@ -21,10 +21,12 @@ from ..vocab.opclasses import (
     WITHOUT_OPERANDS,
     AFFINE,
     NO_GRAD_RESULTS,
+    NONLINEAR,
     REFLECTED,
     SCALAR,
     SCALAR_OPERANDS,
     OpRuleError,
+    cast_class,
     combine,
     combine_affine,
     op_class,
@@ -134,9 +136,6 @@ def _affine_roles(ctx: Any, name: str, receiver: bool) -> Optional[Tuple[List[Op
     return [by_name[n] for n in product_names], by_name.get(bias_name)
 
 
-_MAX_ALTERNATIVES = 16
-
-
 def infer(
     ctx: Any,
     name: str,
@@ -181,19 +180,53 @@ def infer_all(
     # The same name written twice (h + h) is one value: it takes one alternative.
     keys = list(dict.fromkeys(text for text, c in options if len(c) > 1))
     choices = {text: c for text, c in options if len(c) > 1}
+    total = 1
+    for k in keys:
+        total *= len(choices[k])
+    if total > MAX_COMBINATIONS:
+        _too_many_combinations(ctx, name, namespace, keys, total)
+        return None
+    # Every combination is checked; a broken rule is reported once per axis
+    # (the first combination that breaks it), not once per combination.
+    first_error: Dict[str, str] = {}
     results = []
-    for combo in itertools.islice(
-        itertools.product(*[choices[k] for k in keys]), _MAX_ALTERNATIVES
-    ):
+    for combo in itertools.product(*[choices[k] for k in keys]):
         pick = dict(zip(keys, combo))
         ops = [(text, pick[text] if text in pick else c[0]) for text, c in options]
-        results.append(_infer_one(ctx, name, cls, namespace, ops, n_product))
-    if not results or any(r != results[0] for r in results):
-        if results and all(r is not None for r in results):
+        results.append(_infer_one(ctx, name, cls, namespace, ops, n_product, first_error.setdefault))
+    for message in first_error.values():
+        found, sep, hint = message.partition(". Hint: ")
+        where = f" (in one of the {total} combinations of the operands' Union alternatives)" if len(keys) > 1 else ""
+        _report_op_error(ctx, name, found + where + sep + hint)
+    if any(r != results[0] for r in results):
+        if all(r is not None for r in results):
             # Alternatives typed differently: the result is their Union.
             return Alternatives(dict.fromkeys(r for r in results if r is not None))
         return None
     return results[0]
+
+
+# Operands from branches (Union types) are checked in every combination of
+# their alternatives up to this many; beyond it the op is an error asking the
+# user to narrow them.
+MAX_COMBINATIONS = 4096
+
+
+def _too_many_combinations(ctx: Any, name: str, namespace: str, keys: List[str], total: int) -> None:
+    _report_op_error(
+        ctx,
+        name,
+        f"{_display(name, namespace)}: the Union types of {', '.join(keys)} give {total} combinations, "
+        f"more than the {MAX_COMBINATIONS} the checker enumerates, so the op is not checked. "
+        f"Hint: narrow each with spmd.assert_spmd(x, Spmd(...)) before the op",
+    )
+
+
+def _report_op_error(ctx: Any, name: str, message: str) -> None:
+    # mypy tries a reflected dunder (`1.0 + p` runs p.__radd__) with errors
+    # filtered, and any error there becomes its own [operator].
+    fail = _mypy.fail_past_filters if name in REFLECTED else _mypy.fail
+    fail(ctx.api, message, ctx.context, SPMD_OP)
 
 
 class Alternatives(Tuple[Spmd, ...]):
@@ -208,8 +241,12 @@ _INFERRED: Dict[Tuple[object, ...], Optional[Spmd]] = {}
 _MAX_INFERRED = 65536
 
 
+Report = Callable[[str, str], object]  # (axis, message): collects instead of reporting
+
+
 def _infer_one(
-    ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand], n_product: int
+    ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand], n_product: int,
+    report: Optional[Report] = None,
 ) -> Optional[Spmd]:
     if not ops and name in WITHOUT_OPERANDS and namespace == "torch":
         # torch.zeros(n), torch.randn(n): one type on every axis.
@@ -219,20 +256,22 @@ def _infer_one(
     if any(o is None for _, o in ops):
         return None  # a plain tensor operand: gradual typing, result unknown
     if cls == FACTORY:
-        return _infer_typed(ctx, name, cls, namespace, ops, n_product)[0]
+        return _infer_typed(ctx, name, cls, namespace, ops, n_product, report)[0]
     key = (name, cls, namespace, n_product, tuple(o for _, o in ops))
     if key in _INFERRED:
         return _INFERRED[key]
-    result, failed = _infer_typed(ctx, name, cls, namespace, ops, n_product)
+    result, failed = _infer_typed(ctx, name, cls, namespace, ops, n_product, report)
     if not failed and len(_INFERRED) < _MAX_INFERRED:
         _INFERRED[key] = result
     return result
 
 
 def _infer_typed(
-    ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand], n_product: int
+    ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand], n_product: int,
+    report: Optional[Report] = None,
 ) -> Tuple[Optional[Spmd], bool]:
-    """_infer_one on operands that are all typed: (result, whether a rule error was reported)."""
+    """_infer_one on operands that are all typed: (result, whether a rule error was
+    found).  Errors go to `report` when given, else to mypy."""
     failed = False
     axes = sorted({a for _, o in ops if isinstance(o, Spmd) for a in o.axes})
     nograd = [o.nograd if isinstance(o, Spmd) else True for _, o in ops]
@@ -244,16 +283,13 @@ def _infer_typed(
         except OpRuleError as err:
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
             hint = _hint(err, axis, on_axis)
-            # mypy tries a reflected dunder (`1.0 + p` runs p.__radd__) with
-            # errors filtered, and any error there becomes its own [operator].
-            fail = _mypy.fail_past_filters if name in REFLECTED else _mypy.fail
-            fail(
-                ctx.api,
-                f"{_display(name, namespace)} on axis {axis!r} ({found}): {err}"
-                + (f". Hint: {hint}" if hint else ""),
-                ctx.context,
-                SPMD_OP,
+            message = f"{_display(name, namespace)} on axis {axis!r} ({found}): {err}" + (
+                f". Hint: {hint}" if hint else ""
             )
+            if report is not None:
+                report(axis, message)
+            else:
+                _report_op_error(ctx, name, message)
             failed = True
             continue
         if t is not None:
@@ -324,6 +360,16 @@ def _typed(ctx: Any, spmd: Optional[Spmd], typed_operand: bool) -> _mypy.Type:
     return _mypy.replace_tensors(default, new)
 
 
+def _dtype_written(ctx: Any) -> Optional[str]:
+    """The name of a torch dtype written as an argument (`torch.int64` ->
+    "int64"), or None."""
+    for _, expr, _ in _mypy.call_args(ctx):
+        full = _mypy.fullname_of(expr)  # torch.int64 is defined as torch._C.int64
+        if full is not None and full.startswith(("torch.", "torch._C.")):
+            return full.rpartition(".")[2]
+    return None
+
+
 def _has_typed_operand(ctx: Any, receiver: bool) -> bool:
     if receiver and _mypy.carried(ctx.type) is not None:
         return True
@@ -362,7 +408,10 @@ def op_hook(
         refined = refine(ctx, name, cls, namespace, receiver) if refine is not None else None
         if refined is not None:
             return _typed(ctx, refined[0], True)
-        spmd = infer_all(ctx, name, cls, namespace, receiver)
+        op_cls = cast_class(name, _dtype_written(ctx), cls) if receiver else cls
+        spmd = infer_all(ctx, name, op_cls, namespace, receiver)
+        if op_cls is NONLINEAR and op_cls is not cls and isinstance(spmd, Spmd):
+            spmd = Spmd.of(spmd.axes, spmd.spec, True, spmd.rest)  # an integer result: no gradient
         if isinstance(spmd, Alternatives):
             union = _mypy.union_of([carrier(ctx.api, r) for r in spmd])
             return _mypy.replace_tensors(ctx.default_return_type, union)

@@ -10,6 +10,9 @@ declared type with a plain Tensor in the carrier's place
 (_mypy.attribute_write_type).  Attributes of records (dataclasses, attrs,
 NamedTuple, TypedDict, Protocol) are fields of a value and keep their
 declared type, as do attributes first declared on `self` in a method.
+A value that already carries an SPMD type (`self.cached = x`) is checked
+against the declared one per axis (spmd-assign), as an annotated assignment
+is.
 
 A descriptor class in the stubs (reads the carrier, `__set__` takes a
 Tensor) would say the same to mypy, but mypy type-checks a call of
@@ -22,7 +25,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import _mypy
+from .carrier import spmd_of
+from .errors import SPMD_ASSIGN
 from .guard import default_attr, guarded
+from .relation import report_arg
 
 
 def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
@@ -30,6 +36,23 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
         if not ctx.is_lvalue:
             return ctx.default_attr_type  # reads: most calls
         relaxed = _mypy.attribute_write_type(ctx, name)
-        return ctx.default_attr_type if relaxed is None else relaxed
+        if relaxed is None:
+            return ctx.default_attr_type
+        _check_written_value(ctx, name)
+        return relaxed
 
     return guarded(hook, default_attr)
+
+
+def _check_written_value(ctx: Any, name: str) -> None:
+    """A value that already carries an SPMD type (`self.cached = x`) must fit
+    the attribute's, per axis, as an annotated assignment must; a plain
+    Tensor (`nn.Parameter(...)`) holds none yet and fits."""
+    value = _mypy.written_value(ctx.api, ctx.context)
+    if value is None:
+        return
+    pairs = _mypy.tensor_pairs(_mypy.quietly_typed(ctx.api, value), ctx.default_attr_type)
+    for got_t, want_t in pairs or ():
+        got, want = spmd_of(got_t), spmd_of(want_t)
+        if got is not None and want is not None:
+            report_arg(ctx.api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)

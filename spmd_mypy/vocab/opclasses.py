@@ -444,3 +444,19 @@ NO_GRAD_RESULTS: Final = _names(
     logical_or logical_xor
     """
 )
+
+
+# Casts whose dtype argument decides their class (`x.to(torch.int64)`,
+# `x.type(torch.long)`): to an integer or bool dtype a cast truncates, which
+# is not additive (nonlinear: a Partial operand is an error), and its result
+# carries no gradient, like `.long()`; to any other dtype it stays linear.
+DTYPE_CASTS: Final = _names("to type")
+INTEGER_DTYPES: Final = _names("int8 int16 int32 int64 uint8 uint16 uint32 uint64 int short long bool")
+
+
+def cast_class(name: str, dtype: Optional[str], cls: str) -> str:
+    """The class of op `name` (of class `cls`) called with dtype `dtype` (a
+    torch dtype's name, or None when no dtype is written)."""
+    if name in DTYPE_CASTS and dtype in INTEGER_DTYPES:
+        return NONLINEAR
+    return cls
