@@ -18,6 +18,7 @@ SPMD_GLOBAL = error_code(
     "spmd-global", "Global SPMD rule violated (shard propagation, spec collective or redistribute)"
 )
 SPMD_INPLACE = error_code("spmd-inplace", "In-place op that would change a tensor's SPMD type")
+SPMD_SETUP = error_code("spmd-setup", "The mypy setup lacks what the checker needs (carrier stub, allow_redefinition)")
 
 ALL = (
     SPMD_ANNOTATION,
@@ -29,4 +30,5 @@ ALL = (
     SPMD_BACKWARD,
     SPMD_INPLACE,
     SPMD_GLOBAL,
+    SPMD_SETUP,
 )
