@@ -18,7 +18,7 @@ restructuring has landed.
 from __future__ import annotations
 
 import functools
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Tuple, cast
 
 from . import _mypy
 from .annotations import mentions_spmd
@@ -88,6 +88,6 @@ def checked(plugin_class: type) -> type:
 
     def __new__(cls: type, options: Any) -> Any:
         message = problem(options)
-        return plugin_class.__new__(cls) if message is None else SetupProblem(options, message)
+        return cast(Any, plugin_class).__new__(cls) if message is None else SetupProblem(options, message)
 
     return type(plugin_class.__name__, (plugin_class,), {"__new__": __new__})
