@@ -1,5 +1,6 @@
 """Shared test set-up: let mypy (fixture cases) find the carrier stubs and the package,
-and give this checkout's fixture cases a mypy cache of their own."""
+load the plugin from this checkout, and give this checkout's fixture cases a
+mypy cache of their own."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # fails raises instead of falling back, so a fallback is a failing test.
 os.environ.setdefault("SPMD_MYPY_STRICT", "1")
 os.environ["MYPYPATH"] = os.pathsep.join([str(ROOT / "stubs" / "torch-spmd"), str(ROOT)])
+# pytest-mypy-plugins runs mypy in a subprocess whose environment holds only
+# MYPYPATH and, with mypy_modify_pythonpath, PYTHONPATH: without it the plugin
+# mypy imports is whichever spmd_mypy the interpreter has installed, perhaps
+# another checkout's.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 # pytest-mypy-plugins keeps its cache under --mypy-testing-base, which defaults
 # to the machine-wide temp dir: two checkouts with different plugin versions
@@ -24,6 +30,7 @@ FIXTURE_BASE = ROOT / ".pytest_mypy"
 
 def pytest_configure(config: pytest.Config) -> None:
     option = config.option
+    option.mypy_modify_pythonpath = True
     if getattr(option, "mypy_testing_base", None) == tempfile.gettempdir():
         FIXTURE_BASE.mkdir(exist_ok=True)
         option.mypy_testing_base = str(FIXTURE_BASE)

@@ -29,7 +29,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, ops, parameters, reading, relation, untyped
+from . import _mypy, comms, config, declared, global_mode, ops, parameters, reading, relation, setup_check, untyped
 from ..vocab.opclasses import untyped_function
 from .guard import STRICT, guarded, nothing, report_skipped
 from .annotations import mentions_spmd, mentions_untyped_torch
@@ -250,4 +250,4 @@ class SpmdPlugin(_mypy.Plugin):
 
 
 def plugin(version: str) -> type:
-    return SpmdPlugin
+    return setup_check.checked(SpmdPlugin)  # a setup it cannot work in: one line saying what to add

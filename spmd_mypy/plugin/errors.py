@@ -19,6 +19,7 @@ SPMD_GLOBAL = error_code(
 )
 SPMD_INPLACE = error_code("spmd-inplace", "In-place op that would change a tensor's SPMD type")
 SPMD_INTERNAL = error_code("spmd-internal", "A check the plugin skipped after an internal error")
+SPMD_SETUP = error_code("spmd-setup", "The mypy setup lacks what the checker needs (carrier stub, allow_redefinition)")
 
 ALL = (
     SPMD_ANNOTATION,
@@ -31,4 +32,5 @@ ALL = (
     SPMD_INPLACE,
     SPMD_GLOBAL,
     SPMD_INTERNAL,
+    SPMD_SETUP,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -14,3 +15,9 @@ def test_fixture_cases_use_a_cache_inside_the_checkout(pytestconfig: pytest.Conf
     base = Path(pytestconfig.option.mypy_testing_base).resolve()
     assert base != Path(tempfile.gettempdir()).resolve()
     assert ROOT in base.parents
+
+
+def test_fixture_cases_load_the_plugin_from_this_checkout(pytestconfig: pytest.Config) -> None:
+    # mypy runs in a subprocess given only MYPYPATH and, with this option, PYTHONPATH.
+    assert pytestconfig.option.mypy_modify_pythonpath
+    assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
