@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Every mypy the suite starts runs the plugin in strict mode: a hook that
 # fails raises instead of falling back, so a fallback is a failing test.
-os.environ.setdefault("SPMD_MYPY_STRICT", "1")
+STRICT_ENV = "SPMD_MYPY_STRICT"
+os.environ.setdefault(STRICT_ENV, "1")
 os.environ["MYPYPATH"] = os.pathsep.join([str(ROOT / "stubs" / "torch-spmd"), str(ROOT)])
 # pytest-mypy-plugins runs mypy in a subprocess whose environment holds only
 # MYPYPATH and, with mypy_modify_pythonpath, PYTHONPATH: without it the plugin
@@ -26,6 +27,15 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.g
 # would then read each other's cached results.  Unless the user names a base,
 # the fixture cases use one inside this checkout (shared by all of its cases).
 FIXTURE_BASE = ROOT / ".pytest_mypy"
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """The fixture cases' mypy gets no environment but the case's own `env:`
+    (and MYPYPATH/PYTHONPATH): strict mode must be handed to each case."""
+    for item in items:
+        env = getattr(item, "environment_variables", None)
+        if isinstance(env, dict):
+            env.setdefault(STRICT_ENV, os.environ[STRICT_ENV])
 
 
 def pytest_configure(config: pytest.Config) -> None:

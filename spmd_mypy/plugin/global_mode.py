@@ -211,7 +211,7 @@ def _global_op(
         if isinstance(o, Spmd):
             g = to_global(o, scope)
             if g is None:
-                return None  # per-axis form: rank unknown, local rules
+                return _per_axis_operand(ctx, name, namespace, text_of(options, o), o, scope)
             operands.append(g)
         else:
             operands.append(SCALAR if o is SCALAR else o)
@@ -260,6 +260,29 @@ def _global_op(
 # -- spmd.matmul / einsum / linear / sum / mean with out_partial_axes -------------------
 
 _PARTIAL_OPS = {"matmul": "torch", "einsum": "torch", "linear": "functional", "sum": "torch", "mean": "torch"}
+
+
+def text_of(options: List[Tuple[str, List[object]]], operand: object) -> str:
+    return next(text for text, c in options if c[0] is operand)
+
+
+def _per_axis_operand(ctx: Any, name: str, namespace: str, text: str, o: Spmd, scope: Scope) -> Typed:
+    """An operand in per-axis form: no rank, so no factor rule applies.  With
+    only R/I/P on the global axes the local rules are exact; a layout there
+    (S(i) or V) is an error, never a silent fall back to the local rules."""
+    laid = [(a, t) for a, t in o.axes.items() if scope.has(a) and (isinstance(t, Shard) or t is V)]
+    if not laid:
+        return None
+    axis, t = laid[0]
+    _mypy.fail(
+        ctx.api,
+        f"{ops.display(name, namespace)} in global code: {text} is {t} on axis {axis!r} in the per-axis "
+        f"form, which gives no rank, so its layout cannot be propagated through the op. Hint: annotate "
+        f"{text} in spec form, Spmd(spec=PartitionSpec(...))",
+        ctx.context,
+        SPMD_GLOBAL,
+    )
+    return (None,)
 
 
 def _out_partial(ctx: Any) -> Optional[Tuple[str, ...]]:
@@ -468,6 +491,7 @@ def _local_map(ctx: Any) -> _mypy.Type:
             arg_types[i] = _mypy.replace_tensors(arg_types[i], carrier(ctx.api, t))
     ret = sig.ret_type
     if has_out:
+        _check_local_map_outputs(ctx, fn[0] if fn else None, ret, outs, out_tuple)
         items = _mypy.tuple_items(ret)
         if out_tuple and items is not None and len(items) == len(outs):
             ret = _mypy.with_tuple_items(
@@ -481,6 +505,33 @@ def _local_map(ctx: Any) -> _mypy.Type:
             ret = _mypy.replace_tensors(ret, carrier(ctx.api, outs[0]))
     del has_in
     return _mypy.with_signature(sig, arg_types, ret)
+
+
+def _check_local_map_outputs(
+    ctx: Any, fn: Any, ret: _mypy.Type, outs: List[Optional[Spmd]], out_tuple: bool
+) -> None:
+    """What fn declares it returns must fit out_types, per axis: the body's
+    local result is what the caller receives with out_types' type."""
+    items = _mypy.tuple_items(ret) if out_tuple else [ret]
+    if items is None and len(outs) == 1:
+        items = [ret]  # out_types=(Spmd(...),) for a single result
+    if items is None or len(items) != len(outs):
+        return
+    name = _mypy.expr_text(fn) if fn is not None else "fn"
+    for i, (item, want) in enumerate(zip(items, outs)):
+        got = spmd_of(item)
+        if got is None or want is None:
+            continue
+        for a, g, w in mismatches(got, want):
+            where = f"out_types[{i}]" if out_tuple else "out_types"
+            _mypy.fail(
+                ctx.api,
+                f"spmd.local_map: {name} returns {g} on axis {a!r}"
+                + (f" (result {i})" if len(items) > 1 else "")
+                + f", but {where} declares {w} there. Hint: make {where} say {g}, or convert in {name}",
+                ctx.context,
+                SPMD_ARG,
+            )
 
 
 # -- exact specs at arguments, returns and assignments in global code ---------------------

@@ -58,6 +58,11 @@ def _display(name: str, namespace: str) -> str:
     return f"{prefix}{name}"
 
 
+def display(name: str, namespace: str) -> str:
+    """How an op is named in messages: `F.gelu`, `Tensor.sum`, `'@'`."""
+    return _display(name, namespace)
+
+
 def _candidates(typ: _mypy.Type) -> List[object]:
     """The SPMD types a tensor argument may have: one, or one per Union alternative."""
     alternatives = _mypy.union_alternatives(typ)

@@ -12,9 +12,10 @@ nn.Module parameter, accept any Tensor: parameters.py.)
 
 from __future__ import annotations
 
+from ..vocab.localtype import V
 from ..vocab.spec import Spmd
 from . import _mypy
-from .annotations import AnnotationError, decode, mentions_untyped_torch, scan, seen_without_spmd
+from .annotations import AnnotationError, decode, global_axes_at, mentions_untyped_torch, scan, seen_without_spmd
 from .config import Settings
 from .errors import SPMD_ANNOTATION
 from ..vocab.opclasses import untyped_function
@@ -52,6 +53,23 @@ def check_axes(spmd: Spmd, settings: Settings) -> None:
             )
 
 
+def check_global(spmd: Spmd, path: object, line: int, owner: object) -> None:
+    """In a @global_spmd function every global axis of an annotation needs a
+    layout: a bare V says the ranks hold different values but not which dim
+    holds the pieces (AnnotationError)."""
+    axes = global_axes_at(path if isinstance(path, str) else None, line, owner)
+    if axes is None:
+        return
+    for axis, t in spmd.axes.items():
+        if t is V and (not axes or axis in axes):
+            raise AnnotationError(
+                f"V on axis {axis!r} in global code has no global layout (which dim do the ranks' "
+                f"pieces make up?). Hint: shard a dim in spec form, Spmd(spec=PartitionSpec(...)), "
+                f"or move this code into a spmd.local_map region",
+                0,
+            )
+
+
 def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.Type:
     """The type of a `Tensor` in an annotation: its carrier if an Spmd(...) sits with it.
 
@@ -73,6 +91,7 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
         if spmd is None:
             return plain
         check_axes(spmd, settings)
+        check_global(spmd, _mypy.analyzer_path(ctx), ctx.context.line, tree)
     except AnnotationError as e:
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
         return plain

@@ -21,3 +21,14 @@ def test_fixture_cases_load_the_plugin_from_this_checkout(pytestconfig: pytest.C
     # mypy runs in a subprocess given only MYPYPATH and, with this option, PYTHONPATH.
     assert pytestconfig.option.mypy_modify_pythonpath
     assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
+
+
+def test_fixture_cases_run_the_plugin_in_strict_mode(request: pytest.FixtureRequest) -> None:
+    """Each YAML case's mypy subprocess gets SPMD_MYPY_STRICT=1 (it inherits no environment)."""
+    from pytest_mypy_plugins.item import YamlTestItem
+
+    items = request.session.items
+    yaml_items = [i for i in items if isinstance(i, YamlTestItem)]
+    if not yaml_items:  # this test was selected alone: collect one fixture file
+        pytest.skip("no fixture case collected in this run")
+    assert all(i.environment_variables.get("SPMD_MYPY_STRICT") == "1" for i in yaml_items)
