@@ -339,7 +339,7 @@ def _run_sim32() -> None:
 @pytest.fixture(scope="module")
 def sim32() -> Dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parent), str(ROOT), env.get("PYTHONPATH", "")])
     code = "import test_redistribute_spec as t; t._run_sim32()"
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=300
