@@ -45,8 +45,6 @@ class RedistributeError(CollectiveError):
     """A spec-level redistribute that is invalid or cannot be planned for this shape."""
 
 
-
-
 class Layout(NamedTuple):
     """dims[j]: the axes sharding dim j, major to minor; other: every other mesh axis -> R/I/P."""
 

@@ -179,8 +179,6 @@ def total_recv(vectors: Sequence[Sequence[int]], mesh: MeshItems) -> int:
     return max(totals) if totals else 0
 
 
-
-
 @functools.lru_cache(maxsize=512)
 def exchange_pieces(
     src: Spmd, dst: Spmd, axes: Tuple[str, ...], shape: Shape, mesh: MeshItems
@@ -238,8 +236,6 @@ def _is_permute(pieces: Sequence[Piece]) -> bool:
             sends[p.sender] = sends.get(p.sender, 0) + 1
             recvs[p.receiver] = recvs.get(p.receiver, 0) + 1
     return all(v <= 1 for v in sends.values()) and all(v <= 1 for v in recvs.values())
-
-
 
 
 def make_step(
