@@ -16,9 +16,9 @@ factor has a kind:
                     windows): must be unsharded
 
 `FACTOR_TABLE` (factor_table.py) maps a torch callable's name to a row: a builder family
-(one of about fifteen) and its fixed arguments.  A builder turns the operand
-ranks, the known sizes and the literal arguments into a `Signature`.
-`propagate` then checks it, with no hidden communication:
+(one of about twenty) and its fixed arguments.  A builder (factor_build_*.py)
+turns the operand ranks, the known sizes and the literal arguments into a
+`Signature`.  `propagate` then checks it, with no hidden communication:
 
   * operands sharing a factor carry identical axes on it;
   * need-replication, permutation and non-sum reduction factors are unsharded;
@@ -33,7 +33,8 @@ ranks, the known sizes and the literal arguments into a `Signature`.
 
 Sizes and literal shapes are global sizes (the full tensor's, as JAX prints
 them).  Every error is a FactorError naming the op, the dims, the axes and
-the operands' global types, with `fix`, the call that makes it pass.
+the operands' global types, with `fix`, the call that makes it pass
+(factor_errors.py).
 
 Pure Python: imports neither torch nor mypy.
 """
@@ -41,32 +42,40 @@ Pure Python: imports neither torch nor mypy.
 from __future__ import annotations
 
 import math
-from typing import Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .collectives import fix_call
+from .factor_build_compute import FAMILIES as COMPUTE_FAMILIES
+from .factor_build_index import FAMILIES as INDEX_FAMILIES
+from .factor_build_layout import FAMILIES as LAYOUT_FAMILIES
+from .factor_errors import (
+    Seen,
+    axes_text,
+    check_kind,
+    gather_call,
+    raise_axis_twice,
+    raise_mismatch,
+    raise_out_partial,
+    redistribute_call,
+    rule_error,
+)
+from .factor_signature import BuildContext, Operand, Signature, is_scalar
 from .factor_table import (
+    DTYPE_RESULT,
     FACTOR_TABLE,
-    FactorError,
     NEED_REPLICATION,
-    Operand,
     PASS,
     PERMUTATION,
     REDUCE,
     RULES,
-    Row,
     SUM,
-    Signature,
-    _BUILDERS,
-    _Ctx,
-    _DTYPE_RESULT,
-    _UNKNOWN_RESHAPE,
-    _is_scalar,
+    FactorError,
+    Row,
     has_rule,
 )
 from .globaltype import GlobalType, dtype_name
 from .localtype import I, LocalType, P, R, V
 from .opclasses import LINEAR, NO_GRAD_RESULTS, NONLINEAR, RANDOM, SCALAR, OpRuleError, combine, op_class_or_none
-from .spec import SpecError
 
 __all__ = [
     "PASS",
@@ -75,9 +84,11 @@ __all__ = [
     "NEED_REPLICATION",
     "PERMUTATION",
     "FactorError",
+    "RULES",
     "Row",
     "Signature",
     "FACTOR_TABLE",
+    "BUILDERS",
     "has_rule",
     "signature",
     "propagate",
@@ -85,9 +96,8 @@ __all__ = [
     "redistribute_call",
 ]
 
-
-
-# -- text of types and calls -----------------------------------------------------------
+# Every family's builder (the families of FACTOR_TABLE's rows).
+BUILDERS: Mapping[str, Callable[[BuildContext], Signature]] = {**COMPUTE_FAMILIES, **LAYOUT_FAMILIES, **INDEX_FAMILIES}
 
 
 def _default_names(operands: Sequence[Operand]) -> List[str]:
@@ -96,72 +106,18 @@ def _default_names(operands: Sequence[Operand]) -> List[str]:
     return [chr(ord("a") + k) if k < 26 else f"x{k}" for k in range(len(operands))]
 
 
-def _axes_text(axes: Sequence[str]) -> str:
-    if len(axes) == 1:
-        return repr(axes[0])
-    return "(" + ", ".join(repr(a) for a in axes) + ")"
-
-
-def _tuple_text(axes: Sequence[str]) -> str:
-    return "(" + ", ".join(repr(a) for a in axes) + ("," if len(axes) == 1 else "") + ")"
-
-
-def redistribute_call(name: str, src: GlobalType, dst: GlobalType) -> str:
-    """The spec-level redistribute from src to dst, as a call."""
-    return f"spmd.redistribute({name}, src={src.to_spmd()!r}, dst={dst.to_spmd()!r})"
-
-
-def _with_dim(t: GlobalType, d: int, axes: Sequence[str]) -> GlobalType:
-    """t with dim d sharded on `axes` (taken off other dims and partial)."""
-    entries = [tuple(a for a in e if a not in axes) for e in t.spec.dims]
-    entries[d] = tuple(axes)
-    return t.replace(
-        spec=[e if e else None for e in entries],
-        partial=t.partial - set(axes),
-        local={a: v for a, v in t.local.items() if a not in axes},
-    )
-
-
-def gather_call(name: str, t: GlobalType, d: int, axes: Optional[Sequence[str]] = None) -> str:
-    """The call that leaves dim d of t unsharded on `axes` (default: all its axes)."""
-    entry = t.spec[d]
-    drop = tuple(entry if axes is None else axes)
-    if len(drop) == 1 and entry and entry[-1] == drop[0]:
-        return f"spmd.all_gather({name}, {drop[0]!r}, src=S({d}), dst=R)"
-    return redistribute_call(name, t, _with_dim(t, d, [a for a in entry if a not in drop]))
-
-
-def _render(value: object) -> str:
-    return repr(value)
-
-
-def _op_call(op: str, names: Sequence[str], params: Mapping[str, object], out_partial: Sequence[str]) -> str:
-    args = list(names)
-    rest = dict(params)
-    if op == "einsum" and "equation" in rest:
-        args.insert(0, _render(rest.pop("equation")))
-    args += [f"{k}={_render(v)}" for k, v in rest.items()]
-    if out_partial:
-        args.append(f"out_partial_axes={_tuple_text(out_partial)}")
-    return f"spmd.{op}({', '.join(args)})"
-
-
-# -- propagation --------------------------------------------------------------------------
+def _row(op: str) -> Row:
+    row = FACTOR_TABLE.get(op)
+    if row is None:
+        raise FactorError(f"{op}: no global shard-propagation rule for this op", code="no-rule")
+    return row
 
 
 def signature(op: str, operands: Sequence[Operand], params: Optional[Mapping[str, object]] = None) -> Signature:
     """The factor signature of `op` applied to these operands (for tests and the plugin)."""
-    row = FACTOR_TABLE.get(op)
-    if row is None:
-        raise FactorError(f"{op}: no global shard-propagation rule for this op", code="no-rule")
+    row = _row(op)
     names = _default_names(operands)
-    return _BUILDERS[row.family](_Ctx(op, row, list(operands), dict(params or {}), names))
-
-
-class _Seen(NamedTuple):
-    k: int  # operand
-    d: int  # dim
-    axes: Tuple[str, ...]
+    return BUILDERS[row.family](BuildContext(op, row, list(operands), dict(params or {}), names))
 
 
 def propagate(
@@ -182,27 +138,33 @@ def propagate(
     them an axis is assumed to divide the dim it shards); names: the
     operands' source text, used in messages and fixes.
     """
-    params = dict(params or {})
     out_partial = frozenset((out_partial_axes,) if isinstance(out_partial_axes, str) else out_partial_axes)
-    row = FACTOR_TABLE.get(op)
     names = list(names) if names is not None else _default_names(operands)
     if len(names) < len(operands):
         names += _default_names(operands)[len(names) :]
-    if row is None:
-        raise FactorError(f"{op}: no global shard-propagation rule for this op", code="no-rule")
+    row = _row(op)
     for k, o in enumerate(operands):
-        if not isinstance(o, GlobalType) and not _is_scalar(o):
+        if not isinstance(o, GlobalType) and not is_scalar(o):
             raise FactorError(f"{op}: operand {k} is neither a GlobalType nor a number: {o!r}", code="bad-param")
-    ctx = _Ctx(op, row, list(operands), params, names)
-    sig = _BUILDERS[row.family](ctx)
+    c = BuildContext(op, row, list(operands), dict(params or {}), names)
+    sig = BUILDERS[row.family](c)
     mesh = dict(mesh or {})
+    seen = _operand_axes(c, sig, mesh)  # 1. each operand dim hands its axes to its factors
+    factor_axes = _factor_axes(c, sig, seen)  # 2. whole dims stay whole; sharing factors agree
+    _check_summed(c, sig, seen, factor_axes, out_partial)  # 3. sharded sums are declared partial
+    result, origin = _result_dims(c, sig, seen, factor_axes, mesh, out_partial)  # 4. the result's dims
+    # 5. the local per-axis rules (global refines local)
+    partial, local = _local_rules(op, row, operands, names, out_partial, {a for e in result for a in e})
+    for a in sorted(partial):
+        if a in origin:
+            raise_axis_twice(op, a, origin[a], (-1, ""), seen, operands, names)
+    return _result_type(c, sig, result, partial, local)
 
-    def typed(k: int) -> str:
-        return f"{names[k]}: {operands[k]}"
 
-    # 1. each operand dim hands its axes to its factors
-    seen: Dict[str, List[_Seen]] = {}
-    for k, o in enumerate(operands):
+def _operand_axes(c: BuildContext, sig: Signature, mesh: Mapping[str, int]) -> Dict[str, List[Seen]]:
+    """Each operand dim hands its axes to its factors: factor -> the dims that shard it."""
+    seen: Dict[str, List[Seen]] = {}
+    for k, o in enumerate(c.operands):
         if not isinstance(o, GlobalType):
             continue
         for d, factors in enumerate(sig.operands[k]):
@@ -210,37 +172,58 @@ def propagate(
             if not factors:
                 if axes:
                     raise FactorError(
-                        f"{op}: dim {d} of {typed(k)} is broadcast (size 1) but sharded on "
-                        f"{_axes_text(axes)}",
-                        gather_call(names[k], o, d),
+                        f"{c.op}: dim {d} of {c.names[k]}: {o} is broadcast (size 1) but sharded on "
+                        f"{axes_text(axes)}",
+                        gather_call(c.names[k], o, d),
                         code="broadcast-sharded",
                     )
                 continue
-            for f, part in _split_axes(op, ctx, k, d, factors, axes, sig, mesh).items():
-                seen.setdefault(f, []).append(_Seen(k, d, part))
+            for f, part in _split_axes(c.op, c, k, d, factors, axes, sig, mesh).items():
+                seen.setdefault(f, []).append(Seen(k, d, part))
+    return seen
 
-    # 2. whole dims stay whole; operands sharing a factor carry identical axes
+
+def _factor_axes(c: BuildContext, sig: Signature, seen: Mapping[str, List[Seen]]) -> Dict[str, Tuple[str, ...]]:
+    """The axes of each factor: whole factors stay unsharded, operands sharing one agree."""
     factor_axes: Dict[str, Tuple[str, ...]] = {}
     for f, obs in seen.items():
         ref = max(obs, key=lambda s: len(s.axes))
         if ref.axes:
-            _check_kind(op, sig, f, ref, operands, names)
+            check_kind(c.op, sig, f, ref, c.operands, c.names)
         for s in obs:
             if s.axes != ref.axes:
-                _mismatch(op, sig, f, ref, s, operands, names)
+                raise_mismatch(c.op, sig, f, ref, s, c.operands, c.names)
         factor_axes[f] = ref.axes
+    return factor_axes
 
-    # 3. sharded sums become partial only when declared
+
+def _check_summed(
+    c: BuildContext,
+    sig: Signature,
+    seen: Mapping[str, List[Seen]],
+    factor_axes: Mapping[str, Tuple[str, ...]],
+    out_partial: FrozenSet[str],
+) -> None:
+    """Sharded sums make the result partial only when out_partial_axes declares them."""
     summed: List[str] = []
-    summed_seen: List[_Seen] = []
+    summed_seen: List[Seen] = []
     for f, axes in factor_axes.items():
         if axes and sig.kinds[f] == SUM:
             summed.extend(a for a in axes if a not in summed)
             summed_seen.extend(x for x in seen[f] if x.axes)
     if set(summed) != set(out_partial):
-        _out_partial_error(op, params, names, operands, summed, summed_seen, out_partial, sig)
+        raise_out_partial(c.op, c.params, c.names, c.operands, summed, summed_seen, out_partial, sig)
 
-    # 4. the result's dims
+
+def _result_dims(
+    c: BuildContext,
+    sig: Signature,
+    seen: Mapping[str, List[Seen]],
+    factor_axes: Mapping[str, Tuple[str, ...]],
+    mesh: Mapping[str, int],
+    out_partial: FrozenSet[str],
+) -> Tuple[List[Tuple[str, ...]], Dict[str, Tuple[int, str]]]:
+    """The axes of each result dim, and where each axis lands (dim, factor)."""
     result: List[Tuple[str, ...]] = []
     origin: Dict[str, Tuple[int, str]] = {}
     for e, factors in enumerate(sig.result):
@@ -249,90 +232,52 @@ def propagate(
             fa = factor_axes.get(f, ())
             if fa and pos > 0 and not _fully_sharded(factors[:pos], factor_axes, sig, mesh):
                 s = next(x for x in seen[f] if x.axes)
-                t = operands[s.k]
+                t = c.operands[s.k]
                 assert isinstance(t, GlobalType)
                 raise FactorError(
-                    f"{op}: dim {s.d} of {typed(s.k)} is sharded on {_axes_text(fa)} but is not the "
+                    f"{c.op}: dim {s.d} of {c.names[s.k]}: {t} is sharded on {axes_text(fa)} but is not the "
                     f"major part of result dim {e}; the ranks' pieces would interleave",
-                    gather_call(names[s.k], t, s.d),
+                    gather_call(c.names[s.k], t, s.d),
                     code="reshape-minor",
                 )
             for a in fa:
                 if a in origin:
-                    _twice(op, a, origin[a], (e, f), seen, operands, names)
+                    raise_axis_twice(c.op, a, origin[a], (e, f), seen, c.operands, c.names)
                 origin[a] = (e, f)
             here.extend(fa)
         result.append(tuple(here))
     for a in sorted(out_partial):
         if a in origin:  # a summed axis also shards a result dim
-            _twice(op, a, origin[a], (-1, ""), seen, operands, names)
+            raise_axis_twice(c.op, a, origin[a], (-1, ""), seen, c.operands, c.names)
+    return result, origin
 
-    # 5. the local per-axis rules (global refines local)
-    partial, local = _local_rules(op, row, operands, names, out_partial, {a for e in result for a in e})
-    for a in sorted(partial):
-        if a in origin:
-            e, f = origin[a]
-            _twice(op, a, (e, f), (-1, ""), seen, operands, names)
 
+def _result_type(
+    c: BuildContext,
+    sig: Signature,
+    result: Sequence[Tuple[str, ...]],
+    partial: Set[str],
+    local: Dict[str, LocalType],
+) -> GlobalType:
+    """The result's global type: its dims, partial and local axes, dtype, sizes and grad."""
+    row, operands = c.row, c.operands
     values = row.values if row.values is not None else tuple(range(len(operands)))
     tensors = [operands[k] for k in values if isinstance(operands[k], GlobalType) and k not in row.indices]
     all_tensors = [o for o in operands if isinstance(o, GlobalType)]
-    nograd = op in NO_GRAD_RESULTS or all(t.nograd for t in all_tensors)
+    nograd = c.op in NO_GRAD_RESULTS or all(t.nograd for t in all_tensors)
     return GlobalType(
         [r if r else None for r in result],
         partial,
         local=local,
-        dtype=_result_dtype(op, params, tensors),
+        dtype=_result_dtype(c.op, c.params, tensors),
         sizes=sig.result_sizes,
         nograd=nograd,
     )
 
 
-def _check_kind(
-    op: str, sig: Signature, f: str, s: _Seen, operands: Sequence[Operand], names: Sequence[str]
-) -> None:
-    """Raise if factor f, sharded as operand dim s says, must be whole."""
-    kind = sig.kinds[f]
-    t = operands[s.k]
-    assert isinstance(t, GlobalType)
-    typed = f"{names[s.k]}: {t}"
-    axes = _axes_text(s.axes)
-    if kind in (NEED_REPLICATION, PERMUTATION):
-        what = (
-            "the op needs the whole dim on every rank"
-            if kind == NEED_REPLICATION
-            else "the op would move elements across shard boundaries"
-        )
-        raise FactorError(
-            f"{op}: dim {s.d} of {typed} is sharded on {axes}, but {sig.why.get(f, 'it must be whole')}: "
-            f"{what} (gather it first)",
-            gather_call(names[s.k], t, s.d),
-            code="need-replication" if kind == NEED_REPLICATION else "permutation",
-        )
-    if kind == REDUCE:
-        how = sig.why.get(f, "a reduction")
-        extra = "; for a mean, sum with out_partial_axes and divide by the full size" if how == "mean" else ""
-        raise FactorError(
-            f"{op}: dim {s.d} of {typed} is sharded on {axes} and reduced by {how}; each rank would "
-            f"hold the {how} of its shard, which no type describes (P is a pending sum only){extra}",
-            gather_call(names[s.k], t, s.d),
-            code="reduce-sharded",
-        )
-    if kind == _UNKNOWN_RESHAPE:
-        raise FactorError(
-            f"{op}: {typed} is sharded and its sizes are not all known, so the dims the sharding "
-            f"moves to cannot be found; use flatten/unflatten (whose grouping is explicit) or "
-            f"gather first",
-            redistribute_call(names[s.k], t, t.replace(spec=[None] * t.ndim))
-            if sum(1 for e in t.spec.dims if e) > 1
-            else gather_call(names[s.k], t, s.d),
-            code="unknown-sizes",
-        )
-
-
 def _split_axes(
     op: str,
-    c: _Ctx,
+    c: BuildContext,
     k: int,
     d: int,
     factors: Sequence[str],
@@ -401,120 +346,6 @@ def _fully_sharded(
     return True
 
 
-def _mismatch(
-    op: str,
-    sig: Signature,
-    f: str,
-    ref: _Seen,
-    s: _Seen,
-    operands: Sequence[Operand],
-    names: Sequence[str],
-) -> None:
-    t_ref, t = operands[ref.k], operands[s.k]
-    assert isinstance(t_ref, GlobalType) and isinstance(t, GlobalType)
-    kind = sig.kinds[f]
-    dims = f"dim {ref.d} of {names[ref.k]} and dim {s.d} of {names[s.k]}"
-    both = f"factor {f!r} ({dims})" if len(f) == 1 else f"the factor of {dims}"
-    fix = _match_fix(names[s.k], t, s.d, ref.axes)
-    if not s.axes:
-        if kind == SUM:
-            extra = (
-                "a contraction over a dim sharded on one side only would need an all-reduce; "
-                "shard both sides alike and pass out_partial_axes"
-            )
-        else:
-            extra = "operands sharing a dim must be sharded on it alike (JAX would slice the replicated one)"
-        raise FactorError(
-            f"{op}: {both} is sharded on {_axes_text(ref.axes)} in {names[ref.k]}: {t_ref} but "
-            f"not in {names[s.k]}: {t}; {extra}",
-            fix,
-            code="sharded-replicated",
-        )
-    raise FactorError(
-        f"{op}: {both} is sharded on {_axes_text(ref.axes)} in {names[ref.k]}: {t_ref} but on "
-        f"{_axes_text(s.axes)} in {names[s.k]}: {t}; operands sharing a dim must carry identical axes",
-        fix,
-        code="conflicting-axes",
-    )
-
-
-def _match_fix(name: str, t: GlobalType, d: int, axes: Tuple[str, ...]) -> str:
-    """The call that shards dim d of t on exactly `axes`."""
-    have = t.spec[d]
-    if have == axes[: len(have)] and len(axes) == len(have) + 1:
-        a = axes[-1]
-        if t.axis_type(a) in (R, I):
-            return f"spmd.convert({name}, {a!r}, src={t.axis_type(a)}, dst=S({d}))"
-    try:
-        return redistribute_call(name, t, _with_dim(t, d, axes))
-    except SpecError:
-        return gather_call(name, t, d)
-
-
-def _out_partial_error(
-    op: str,
-    params: Mapping[str, object],
-    names: Sequence[str],
-    operands: Sequence[Operand],
-    summed: Sequence[str],
-    summed_seen: Sequence[_Seen],
-    out_partial: FrozenSet[str],
-    sig: Signature,
-) -> None:
-    tensor_names = [n for n, o in zip(names, operands)]
-    fix = _op_call(op, tensor_names, params, sorted(summed))
-    types = "; ".join(f"{names[k]}: {operands[k]}" for k in range(len(operands)) if isinstance(operands[k], GlobalType))
-    if summed and not out_partial:
-        listed = list(dict.fromkeys(f"dim {s.d} of {names[s.k]}" for s in summed_seen))
-        dims = " and ".join(listed) + (" is" if len(listed) == 1 else " are")
-        raise FactorError(
-            f"{op}: {dims} summed over and sharded on {_axes_text(summed)} ({types}); each rank "
-            f"computes a partial sum, so the result is Partial on {_axes_text(summed)}: declare it "
-            f"with out_partial_axes",
-            fix,
-            code="needs-out-partial",
-        )
-    has_sum = any(k == SUM for k in sig.kinds.values())
-    needed = f"the sharded summed dims are on {_axes_text(summed)}" if summed else (
-        "no summed dim is sharded" if has_sum else f"{op} sums over no dim"
-    )
-    raise FactorError(
-        f"{op}: out_partial_axes={_tuple_text(sorted(out_partial))} but {needed} ({types}); "
-        f"a result is Partial exactly on the axes of its sharded summed dims",
-        fix,
-        code="out-partial-mismatch",
-    )
-
-
-def _twice(
-    op: str,
-    axis: str,
-    first: Tuple[int, str],
-    second: Tuple[int, str],
-    seen: Mapping[str, List[_Seen]],
-    operands: Sequence[Operand],
-    names: Sequence[str],
-) -> None:
-    def place(p: Tuple[int, str]) -> str:
-        return "be partial" if p[0] < 0 else f"shard result dim {p[0]}"
-
-    types = "; ".join(f"{names[k]}: {operands[k]}" for k in range(len(operands)) if isinstance(operands[k], GlobalType))
-    # fix: gather the axis where the second use comes from (or the first, for partial)
-    use = second if second[0] >= 0 else first
-    s = next((x for x in seen.get(use[1], []) if axis in x.axes), None)
-    fix = ""
-    if s is not None:
-        t = operands[s.k]
-        assert isinstance(t, GlobalType)
-        fix = gather_call(names[s.k], t, s.d, [axis])
-    raise FactorError(
-        f"{op}: mesh axis {axis!r} would {place(first)} and also {place(second)} ({types}); "
-        f"an axis can appear only once in a type",
-        fix,
-        code="axis-twice",
-    )
-
-
 def _local_rules(
     op: str,
     row: Row,
@@ -564,7 +395,7 @@ def _local_rules(
         try:
             result = combine(cls, [types[k] for k in keep], [nograd[k] for k in keep])  # type: ignore[misc]
         except OpRuleError as err:
-            raise _rule_error(op, axis, on, err) from None
+            raise rule_error(op, axis, on, err) from None
         if axis in out_partial:
             result = P  # the declared pending sum (local SPMD: the op, then reinterpret V -> P)
         if row.bias is not None and len(types) > row.bias:
@@ -581,7 +412,7 @@ def _local_rules(
                         fix_call(bias, P, axis, bname) or "",  # type: ignore[arg-type]
                         code=err.code,
                     ) from None
-                raise _rule_error(op, axis, on, err) from None
+                raise rule_error(op, axis, on, err) from None
         if axis in out_partial or result is P:
             partial.add(axis)
         elif result is V:
@@ -597,22 +428,11 @@ def _local_rules(
     return partial, local
 
 
-def _rule_error(op: str, axis: str, on: Sequence[Tuple[str, object]], err: OpRuleError) -> FactorError:
-    found = ", ".join(f"{n} is {t}" for n, t in on if t is not SCALAR)
-    culprit_type = I if err.code == "invariant-mixed" else P
-    culprit = next((n for n, t in on if t is culprit_type), on[0][0] if on else "x")
-    return FactorError(
-        f"{op} on axis {axis!r} ({found}): {err}",
-        fix_call(culprit_type, R, axis, culprit) or "",
-        code=err.code,
-    )
-
-
 def _result_dtype(op: str, params: Mapping[str, object], tensors: Sequence[object]) -> Optional[str]:
     if op in ("to", "type") and params.get("dtype") is not None:
         return dtype_name(params["dtype"])
-    if op in _DTYPE_RESULT:
-        return _DTYPE_RESULT[op]
+    if op in DTYPE_RESULT:
+        return DTYPE_RESULT[op]
     if params.get("dtype") is not None:
         return dtype_name(params["dtype"])
     known = {t.dtype for t in tensors if isinstance(t, GlobalType)}

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import example_drivers
-from examples_gloo import WORLD, GlooRun, coords
+from examples_gloo import WORLD, coords, per_rank_tensors
+from gloo_harness import GlooRun
 
 pytestmark = pytest.mark.gloo
 
@@ -21,14 +22,14 @@ TOL = 1e-6
 
 def test_workers_ran_and_exited(examples_gloo_run: GlooRun) -> None:
     examples_gloo_run.check()
-    assert examples_gloo_run.layout == {r: [[0, 1], [2, 3]] for r in range(WORLD)}
+    assert examples_gloo_run.setup_info == {r: [[0, 1], [2, 3]] for r in range(WORLD)}
     assert examples_gloo_run.exitcodes == [0] * WORLD, examples_gloo_run.exitcodes
 
 
 @pytest.mark.parametrize("name", sorted(example_drivers.DRIVERS))
 def test_example_matches_single_process(examples_gloo_run: GlooRun, name: str) -> None:
     driver = example_drivers.DRIVERS[name]
-    per_rank = examples_gloo_run.per_rank(name)
+    per_rank = per_rank_tensors(examples_gloo_run, name)
     ref = driver.reference(driver.inputs())
     assert set(ref) == set(driver.layouts), "the reference and the layouts name the same results"
     for r in range(WORLD):

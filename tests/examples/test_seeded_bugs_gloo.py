@@ -19,7 +19,8 @@ import torch
 
 import example_drivers
 import seeded_bugs
-from examples_gloo import WORLD, GlooRun, coords
+from examples_gloo import WORLD, coords, per_rank_tensors
+from gloo_harness import GlooRun
 
 pytestmark = pytest.mark.gloo
 
@@ -38,7 +39,7 @@ def _errors(run: GlooRun, job_id: str, seed: seeded_bugs.Seed) -> Dict[str, floa
     """The largest relative error over the ranks of each result the seed names."""
     driver = example_drivers.DRIVERS[seed.example]
     ref = driver.reference(driver.inputs())
-    per_rank = run.per_rank(job_id)
+    per_rank = per_rank_tensors(run, job_id)
     worst = {}
     for key in seed.differs:
         errs = []

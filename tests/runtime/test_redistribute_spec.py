@@ -23,15 +23,11 @@ import inspect
 import itertools
 import json
 import os
-import queue as queue_mod
-import socket
 import subprocess
 import sys
-import time
 import traceback
 import zlib
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
@@ -40,6 +36,7 @@ import torch
 from torch import Tensor
 
 import spmd_mypy as spmd
+from gloo_harness import GlooRun, gloo_available, plain, spawn_and_collect, tensor_of
 from spmd_mypy import I, P, PartitionSpec, R, S, Spmd
 
 PS = PartitionSpec
@@ -342,7 +339,7 @@ def _run_sim32() -> None:
 @pytest.fixture(scope="module")
 def sim32() -> Dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parent), str(ROOT), env.get("PYTHONPATH", "")])
     code = "import test_redistribute_spec as t; t._run_sim32()"
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=300
@@ -560,113 +557,47 @@ WORLD = 4
 DEADLINE_S = 180.0
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _gloo_cases() -> List[Case]:
+    return list(CASES_2x2)
 
 
-def _plain(t: Tensor) -> Tuple[Tuple[int, ...], List[float]]:
-    t = t.detach().contiguous()
-    return tuple(t.shape), t.reshape(-1).tolist()
+def _gloo_setup(rank: int) -> Tuple[Any, None]:
+    from torch.distributed.device_mesh import init_device_mesh
+
+    return init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp")), None
 
 
-def _tensor(p: Tuple[Tuple[int, ...], List[float]]) -> Tensor:
-    return torch.tensor(p[1], dtype=torch.float64).reshape(p[0])
-
-
-def _gloo_worker(rank: int, port: int, q: Any) -> None:
-    """One real rank: run every case forward and backward, report, end without teardown."""
-    code = 0
-    try:
-        import torch.distributed as dist
-        from torch.distributed.device_mesh import init_device_mesh
-
-        torch.set_num_threads(1)
-        dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
-            timeout=timedelta(seconds=60),
-        )
-        mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
-        for case in CASES_2x2:
-            try:
-                _, xs, _, gs = expected_io(case)
-                x = xs[rank].clone().requires_grad_()
-                with spmd.set_mesh(mesh):
-                    y = spmd.redistribute(x, src=case.src, dst=case.dst)
-                    y.backward(gs[rank].clone())
-                assert x.grad is not None
-                payload: Any = ("ok", _plain(y), _plain(x.grad))
-            except Exception as e:
-                payload = ("error", repr(e), traceback.format_exc())
-            q.put((rank, case.id, payload))
-            dist.barrier()
-        dist.barrier()
-        dist.destroy_process_group()
-        q.put((rank, "__done__", None))
-    except BaseException:
-        q.put((rank, "__fatal__", traceback.format_exc()))
-        code = 1
-    finally:
-        q.close()
-        q.join_thread()
-        os._exit(code)  # a worker that used a DeviceMesh on gloo can abort in teardown
+def _gloo_case(case: Case, rank: int, mesh: Any) -> Tuple[Any, Any]:
+    """One real rank's case forward and backward: (output, input gradient) as plain data."""
+    _, xs, _, gs = expected_io(case)
+    x = xs[rank].clone().requires_grad_()
+    with spmd.set_mesh(mesh):
+        y = spmd.redistribute(x, src=case.src, dst=case.dst)
+        y.backward(gs[rank].clone())
+    assert x.grad is not None
+    return plain(y), plain(x.grad)
 
 
 @pytest.fixture(scope="module")
-def gloo_results() -> Dict[str, Dict[int, Any]]:
-    import multiprocessing as mp
-
-    import torch.distributed as dist
-
-    if not dist.is_available() or not dist.is_gloo_available():
+def gloo_results() -> GlooRun:
+    if not gloo_available():
         pytest.skip("this torch has no gloo backend")
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    port = _free_port()
-    procs = [ctx.Process(target=_gloo_worker, args=(r, port, q), daemon=True) for r in range(WORLD)]
-    for p in procs:
-        p.start()
-    results: Dict[str, Dict[int, Any]] = {}
-    done: Dict[int, str] = {}
-    problem = None
-    start = time.monotonic()
-    try:
-        while len(done) < WORLD:
-            left = DEADLINE_S - (time.monotonic() - start)
-            try:
-                rank, key, payload = q.get(timeout=max(left, 0.1))
-            except queue_mod.Empty:
-                problem = f"gloo workers timed out after {DEADLINE_S:.0f} s; done: {sorted(done)}"
-                break
-            if key in ("__done__", "__fatal__"):
-                done[rank] = payload or "done"
-            else:
-                results.setdefault(key, {})[rank] = payload
-    finally:
-        stop = time.monotonic() + 10
-        for p in procs:
-            p.join(timeout=max(stop - time.monotonic(), 0.1))
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-                p.join(timeout=5)
-        q.close()
-    fatal = {r: t for r, t in done.items() if t != "done"}
-    if problem or fatal:
-        pytest.fail(problem or "gloo worker failed:\n" + "\n".join(f"rank {r}:\n{t}" for r, t in fatal.items()))
-    assert [p.exitcode for p in procs] == [0] * WORLD
-    return results
+    run = spawn_and_collect(_gloo_setup, _gloo_case, _gloo_cases, world=WORLD, deadline_s=DEADLINE_S, timeout_s=60)
+    run.check()
+    assert run.exitcodes == [0] * WORLD
+    return run
+
+
+def _float64(p: Any) -> Tensor:
+    out = tensor_of(p)
+    assert out is not None
+    return out.to(torch.float64)
 
 
 @pytest.mark.gloo
 @pytest.mark.parametrize("case", CASES_2x2, ids=lambda c: c.id)
-def test_gloo_2x2(gloo_results: Dict[str, Dict[int, Any]], case: Case) -> None:
-    per_rank = gloo_results.get(case.id, {})
-    assert sorted(per_rank) == list(range(WORLD))
-    for r in range(WORLD):
-        if per_rank[r][0] != "ok":
-            pytest.fail(f"rank {r} raised {per_rank[r][1]}\n{per_rank[r][2]}")
-    ys = {r: _tensor(per_rank[r][1]) for r in range(WORLD)}
-    gxs = {r: _tensor(per_rank[r][2]) for r in range(WORLD)}
+def test_gloo_2x2(gloo_results: GlooRun, case: Case) -> None:
+    per_rank = gloo_results.per_rank(case.id)
+    ys = {r: _float64(per_rank[r][0]) for r in range(WORLD)}
+    gxs = {r: _float64(per_rank[r][1]) for r in range(WORLD)}
     check_results(case, ys, gxs)

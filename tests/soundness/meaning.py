@@ -40,8 +40,8 @@ denotations
 where `run` executes the program rank by rank: every non-collective line is
 evaluated on each rank's own tensors (the same Python expression), and every
 collective on each group with the seed's spec function for it (reference.py;
-`redistribute` is routed here to the value-preserving primitive, following the
-seed's redistribute table, and to `convert` otherwise).  Everything in `run` is
+`redistribute` is routed here to the value-preserving primitive that what the
+ranks hold calls for, `redistribute_route`, and to `convert` otherwise).  Everything in `run` is
 plain differentiable torch on one process, so torch's autograd gives the true
 gradient of F.
 
@@ -262,20 +262,33 @@ def random_tree(like: Tree, gen: torch.Generator) -> Tree:
 
 NAMESPACE = {"torch": torch, "F": F}
 
-# redistribute routes, from the seed's "per-mesh-dim redistribute" table
-# (extended to V the same way all_gather and reduce_scatter are); any other
-# change of type is the value-preserving convert.
-_REDISTRIBUTE = {
-    ("S", "R"): "all_gather",
-    ("S", "I"): "all_gather",
-    ("V", "R"): "all_gather",
-    ("V", "I"): "all_gather",
-    ("P", "R"): "all_reduce",
-    ("P", "I"): "all_reduce",
-    ("P", "S"): "reduce_scatter",
-    ("P", "V"): "reduce_scatter",
-    ("S", "S"): "all_to_all",
-}
+# What one rank holds of a value under each per-axis type (the seed's meanings):
+# the whole value (R, I), a piece of it (S(i): a slice of dim i; V: some piece),
+# or an addend of a pending sum (P).
+_HOLDS = {"R": "whole", "I": "whole", "S": "piece", "V": "piece", "P": "addend"}
+
+
+def redistribute_route(src: str, dst: str) -> str:
+    """The primitive a value-preserving redistribute(src -> dst) runs on one axis.
+
+    Derived from what the ranks hold, not from the package's routing table:
+    an addend becomes whole by summing over the group (all_reduce) or a piece
+    by summing and keeping one's own part (reduce_scatter); a piece becomes
+    whole by collecting the others' pieces (all_gather); a slice of one dim
+    becomes a slice of another by trading parts with every other rank
+    (all_to_all).  Anything else each rank computes from what it holds alone,
+    with no communication: the value-preserving convert.  (The seed's
+    per-mesh-dim redistribute table lists the S(i) and P rows; V routes as the
+    piece it is, as all_gather and reduce_scatter take it.)
+    """
+    have, need = _HOLDS[src[0]], _HOLDS[dst[0]]
+    if have == "addend" and need != "addend":
+        return "all_reduce" if need == "whole" else "reduce_scatter"
+    if have == "piece" and need == "whole":
+        return "all_gather"
+    if src[0] == dst[0] == "S" and src != dst:
+        return "all_to_all"
+    return "convert"
 
 
 class NoReference(Exception):
@@ -287,7 +300,7 @@ def collective(op: str, src: str, dst: str, xs: List[Tensor]) -> List[Tensor]:
     if op in ("reinterpret", "convert", "redistribute") and src == dst:
         return list(xs)
     if op == "redistribute":
-        op = _REDISTRIBUTE.get((src[0], dst[0]), "convert")
+        op = redistribute_route(src, dst)
     try:
         return reference.forward(op, src, dst, xs)
     except KeyError as e:
