@@ -99,8 +99,8 @@ class FeedForward(nn.Module):
         self.w2 = nn.Parameter(torch.empty(dim, local))
 
     def forward(self, x: SeqShard) -> SeqShard:
-        h = spmd.all_gather(x, "tp", src=S(1), dst=R)
-        hidden = F.silu(F.linear(h, self.w1)) * F.linear(h, self.w3)
+        gathered = spmd.all_gather(x, "tp", src=S(1), dst=R)
+        hidden = F.silu(F.linear(gathered, self.w1)) * F.linear(gathered, self.w3)
         out = spmd.reinterpret(F.linear(hidden, self.w2), "tp", src=V, dst=P)
         return spmd.reduce_scatter(out, "tp", src=P, dst=S(1))
 
