@@ -82,7 +82,8 @@ def run_mypy(targets: Sequence[Path], workdir: Path, cache_dir: Path, plugin: bo
     """One mypy run; its errors with paths relative to workdir, and the raw report."""
     workdir, cache_dir = workdir.resolve(), cache_dir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    ini = workdir / ("mypy_with.ini" if plugin else "mypy_without.ini")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    ini = cache_dir.parent / f"{cache_dir.name}.ini"  # beside the cache, never in the corpus
     ini.write_text(mypy_ini(cache_dir, plugin))
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, "--config-file", str(ini), *(str(t) for t in targets)],
