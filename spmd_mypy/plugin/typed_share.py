@@ -1,0 +1,279 @@
+"""The share of typed tensor expressions per file, and the unchecked calls (issue 13, item 3).
+
+Belongs under plugin/_mypy/ (the package another helper is creating now):
+it uses mypy's build API, parse tree and types directly.  The plugin never
+imports this module; `python -m spmd_mypy.coverage PATHS` does.
+
+mypy runs in process with the plugin (the user's config if mypy finds one,
+else the plugin with allow_redefinition), `export_types` on and the trees
+kept; the files asked for are passed with their text, so they are always
+checked again (the cache still serves torch).  Then, per file, every
+expression mypy typed is classified:
+
+  - typed tensor: a carrier with a known SPMD type, or a Union (Optional) whose
+    tensor alternatives all are;
+  - untyped tensor: a plain Tensor (Parameter, ...), `SpmdTensor[Any]`, a
+    Union with such an alternative, or `Any` produced by a call that takes a
+    tensor argument (a method of a tensor included);
+  - anything else does not count.
+
+Not counted: assignment targets (the value assigned is counted), and the
+plugin's own rewrites (`spmd_phantom.returned/assigned(e)` count as `e`;
+`spmd_phantom.untyped(e)` counts as itself, `e` not).
+
+An unchecked call is a call with a typed tensor argument (or a method call on
+a typed tensor) whose result is an untyped tensor or Any: an unannotated
+autograd Function's `.apply`, an unannotated module or third-party function,
+an op the rules cannot type.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+from mypy import build
+from mypy.config_parser import parse_config_file
+from mypy.find_sources import create_source_list
+from mypy.modulefinder import BuildSource
+from mypy.nodes import (
+    Argument,
+    AssignmentStmt,
+    CallExpr,
+    Expression,
+    ForStmt,
+    MemberExpr,
+    MypyFile,
+    NameExpr,
+    OperatorAssignmentStmt,
+    RefExpr,
+    Statement,
+)
+from mypy.options import Options
+from mypy.types import AnyType, CallableType, Instance, LiteralType, NoneType, Type, UnionType, get_proper_type
+
+__all__ = ["FileShare", "UncheckedCall", "measure", "build_options"]
+
+CARRIER = "spmd_phantom.SpmdTensor"
+TENSOR = "torch._tensor.Tensor"
+PLUGIN = "spmd_mypy.plugin"
+_REWRITES = ("spmd_phantom.returned", "spmd_phantom.assigned")
+_UNTYPED_WRAPPER = "spmd_phantom.untyped"
+
+TYPED, UNTYPED, OTHER = "typed", "untyped", "other"
+# torch declares these `-> Any` although they return no tensor.
+_NO_TENSOR_METHODS = frozenset({"backward", "register_hook"})
+_NO_TENSOR_MODULES = ("torch.distributed.", "torch.autograd.backward")
+
+
+@dataclass(frozen=True)
+class UncheckedCall:
+    line: int
+    callee: str
+    result: str  # the result type as mypy prints it
+
+
+@dataclass
+class FileShare:
+    path: str
+    typed: int = 0
+    untyped: int = 0
+    untyped_lines: List[int] = field(default_factory=list)
+    unchecked: List[UncheckedCall] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.typed + self.untyped
+
+    @property
+    def share(self) -> Optional[float]:
+        return self.typed / self.total if self.total else None
+
+
+def _tensor_kind(typ: Optional[Type]) -> str:
+    """TYPED / UNTYPED for a tensor type, OTHER otherwise (Any included: see _classify)."""
+    p = get_proper_type(typ)
+    if isinstance(p, Instance):
+        if p.type.fullname == CARRIER:
+            arg = get_proper_type(p.args[0]) if p.args else None
+            return TYPED if isinstance(arg, LiteralType) and isinstance(arg.value, str) else UNTYPED
+        return UNTYPED if p.type.has_base(TENSOR) else OTHER
+    if isinstance(p, UnionType):
+        kinds = {_tensor_kind(item) for item in p.items if not isinstance(get_proper_type(item), NoneType)}
+        kinds.discard(OTHER)
+        if not kinds:
+            return OTHER
+        return TYPED if kinds == {TYPED} else UNTYPED
+    return OTHER
+
+
+def _callee_name(node: Expression) -> str:
+    if isinstance(node, NameExpr):
+        return node.name
+    if isinstance(node, MemberExpr):
+        return f"{_callee_name(node.expr)}.{node.name}"
+    if isinstance(node, CallExpr):
+        return f"{_callee_name(node.callee)}(...)"
+    return type(node).__name__
+
+
+def _fullname(node: Expression) -> str:
+    return node.fullname if isinstance(node, RefExpr) else ""
+
+
+# Attributes of mypy nodes that point away from the node's own subtree (definitions,
+# analysed or expanded copies) or hold types rather than expressions.
+_NOT_CHILDREN = frozenset({
+    "node", "analyzed", "info", "original_def", "def_var", "var", "expanded", "type",
+    "unanalyzed_type", "unanalyzed_items", "original_decorators", "removed_statements",
+    "removed_base_type_exprs", "names", "imports", "raw_data", "alias_deps", "type_args",
+})
+_ATTRS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _children_attrs(cls: type) -> Tuple[str, ...]:
+    """The attributes of a mypy node class that may hold child nodes (mypyc lists them)."""
+    hit = _ATTRS.get(cls)
+    if hit is None:
+        names: List[str] = []
+        for klass in cls.__mro__:
+            names += [n for n in getattr(klass, "__mypyc_attrs__", ()) if n not in names]
+        hit = _ATTRS[cls] = tuple(n for n in names if n not in _NOT_CHILDREN and not n.startswith("_"))
+    return hit
+
+
+class _Collector:
+    """Every expression of a file, in source order; assignment targets and rewrites set aside.
+
+    A generic walk over the nodes' attributes: mypy's traverser classes are
+    compiled and cannot be subclassed from interpreted code.
+    """
+
+    def __init__(self) -> None:
+        self.expressions: List[Expression] = []
+        self.skip: Set[int] = set()
+        self._seen: Set[int] = set()
+
+    def walk(self, node: object) -> None:
+        if isinstance(node, (list, tuple)):
+            for item in node:
+                self.walk(item)
+            return
+        if not isinstance(node, (Statement, Expression, Argument, MypyFile)) or id(node) in self._seen:
+            return
+        self._seen.add(id(node))
+        if isinstance(node, Expression):
+            self._record(node)
+        elif isinstance(node, AssignmentStmt):
+            self.skip.update(id(lv) for lv in node.lvalues)
+        elif isinstance(node, OperatorAssignmentStmt):
+            self.skip.add(id(node.lvalue))
+        elif isinstance(node, ForStmt):
+            self.skip.add(id(node.index))
+        for name in _children_attrs(type(node)):
+            self.walk(getattr(node, name, None))
+
+    def _record(self, o: Expression) -> None:
+        self.expressions.append(o)
+        if isinstance(o, CallExpr):
+            name = _fullname(o.callee)
+            if name in _REWRITES:
+                self.skip.add(id(o))
+                self.skip.add(id(o.callee))
+            elif name == _UNTYPED_WRAPPER:
+                self.skip.update(id(a) for a in o.args)
+                self.skip.add(id(o.callee))
+
+
+def _tensor_args(call: CallExpr, types: Dict[Expression, Type]) -> List[str]:
+    """The kinds of the tensor arguments of a call (the receiver of a method call included)."""
+    operands = list(call.args)
+    if isinstance(call.callee, MemberExpr):
+        operands.append(call.callee.expr)
+    return [_tensor_kind(types.get(a)) for a in operands]
+
+
+def _classify(node: Expression, types: Dict[Expression, Type]) -> str:
+    typ = types.get(node)
+    if typ is None:
+        return OTHER
+    kind = _tensor_kind(typ)
+    if kind == OTHER and isinstance(get_proper_type(typ), AnyType) and isinstance(node, CallExpr):
+        if _may_return_tensor(node, types) and set(_tensor_args(node, types)) - {OTHER}:
+            return UNTYPED
+    return kind
+
+
+def _may_return_tensor(call: CallExpr, types: Dict[Expression, Type]) -> bool:
+    """False when the callee's declared return is known and holds no tensor, or is one of
+    torch's calls typed `-> Any` that return no tensor (`Tensor.backward`, the raw
+    torch.distributed calls)."""
+    if isinstance(call.callee, MemberExpr) and call.callee.name in _NO_TENSOR_METHODS:
+        return False
+    if _fullname(call.callee).startswith(_NO_TENSOR_MODULES):
+        return False
+    callee = get_proper_type(types.get(call.callee))
+    if isinstance(callee, CallableType):
+        ret = get_proper_type(callee.ret_type)
+        return isinstance(ret, AnyType) or _tensor_kind(ret) != OTHER
+    return True
+
+
+def measure_tree(tree: MypyFile, types: Dict[Expression, Type], path: str) -> FileShare:
+    collector = _Collector()
+    collector.walk(tree)
+    share = FileShare(path)
+    for node in collector.expressions:
+        if id(node) in collector.skip or node.line < 1:
+            continue
+        kind = _classify(node, types)
+        if kind == TYPED:
+            share.typed += 1
+        elif kind == UNTYPED:
+            share.untyped += 1
+            share.untyped_lines.append(node.line)
+            if isinstance(node, CallExpr) and TYPED in _tensor_args(node, types):
+                share.unchecked.append(UncheckedCall(node.line, _callee_name(node.callee), str(types[node])))
+    return share
+
+
+def _stubs_dir() -> Optional[str]:
+    """stubs/torch-spmd of a checkout (an installed package puts spmd_phantom on the path)."""
+    candidate = Path(__file__).resolve().parents[2] / "stubs" / "torch-spmd"
+    return str(candidate) if candidate.is_dir() else None
+
+
+def build_options(config_file: Optional[str] = None) -> Options:
+    """The user's mypy config (mypy's own search when config_file is None), with the plugin."""
+    options = Options()
+    parse_config_file(options, lambda: None, config_file, sys.stdout, sys.stderr)
+    if PLUGIN not in options.plugins:
+        options.plugins = [*options.plugins, PLUGIN]
+    if options.config_file is None:
+        options.allow_redefinition = True
+    stubs = _stubs_dir()
+    if stubs is not None and stubs not in options.mypy_path:
+        options.mypy_path = [*options.mypy_path, stubs]
+    options.export_types = True
+    options.preserve_asts = True
+    return options
+
+
+def measure(paths: Sequence[str], options: Optional[Options] = None) -> Tuple[List[FileShare], List[str]]:
+    """Per checked file (in path order) its share; and mypy's messages."""
+    options = build_options() if options is None else options
+    sources = []
+    for src in create_source_list(list(paths), options):
+        text = Path(src.path).read_text() if src.path else None
+        sources.append(BuildSource(src.path, src.module, text, src.base_dir))
+    result = build.build(sources, options)
+    wanted = {os.path.abspath(s.path) for s in sources if s.path}
+    shares = []
+    for state in result.graph.values():
+        if state.path and os.path.abspath(state.path) in wanted and state.tree is not None:
+            shares.append(measure_tree(state.tree, result.types, state.path))
+    shares.sort(key=lambda s: s.path)
+    return shares, result.errors

@@ -1,0 +1,79 @@
+"""`python -m spmd_mypy.coverage PATHS`: the share of typed tensor expressions and the unchecked calls.
+
+The expected counts are worked out by hand from the rules in
+spmd_mypy/plugin/typed_share.py (see the comments in SOURCE), not by the tool.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SOURCE = '''\
+from typing import Annotated, Any, Optional
+
+import torch
+from torch import Tensor
+
+from spmd_mypy import R, Spmd
+
+Rep = Annotated[Tensor, Spmd(tp=R)]
+
+
+def f(x: Rep, y: Tensor) -> None:
+    a = x + x  # typed: x + x, x, x (the target a is not counted)
+    b = y * 2  # untyped: y * 2, y (2 is no tensor)
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, t: Tensor) -> Tensor:
+        return t  # untyped: t
+
+
+def g(x: Rep) -> None:
+    c = Fn.apply(x)  # typed: x; untyped: Fn.apply(x), an unchecked call
+
+
+def h(z: Optional[Rep]) -> None:
+    w = z  # typed: z (an Optional carrier)
+'''
+# typed: 3 (f) + 1 (g) + 1 (h) = 5; untyped: 2 (f) + 1 (Fn.forward) + 1 (g) = 4.
+APPLY_LINE = SOURCE.splitlines().index("    c = Fn.apply(x)  # typed: x; untyped: Fn.apply(x), an unchecked call") + 1
+
+
+def _run(tmp_path: Path, *args: str) -> str:
+    cache = ROOT / ".pytest_mypy" / "typed_share_cache"
+    ini = tmp_path / "mypy.ini"
+    ini.write_text(
+        "[mypy]\npython_version = 3.11\nplugins = spmd_mypy.plugin\n"
+        f"mypy_path = {ROOT / 'stubs' / 'torch-spmd'}:{ROOT}\nallow_redefinition = True\n"
+        f"cache_dir = {cache}\n[mypy-spmd_mypy.*]\nfollow_imports = silent\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "spmd_mypy.coverage", "--config-file", str(ini), *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def test_share_and_unchecked_calls(tmp_path: Path) -> None:
+    src = tmp_path / "sample.py"
+    src.write_text(SOURCE)
+    out = _run(tmp_path, str(src))
+    m = re.search(r"sample\.py: (\S+) typed \((\d+) of (\d+) tensor expressions\); (\d+) unchecked calls", out)
+    assert m is not None, out
+    assert (m[1], int(m[2]), int(m[3]), int(m[4])) == ("55.6%", 5, 9, 1), out
+    assert re.search(rf"sample\.py:{APPLY_LINE}: unchecked call Fn\.apply -> ", out), out
+    assert "total: 55.6% typed (5 of 9 tensor expressions in 1 files)" in out, out
+
+
+def test_without_paths_lists_the_op_tables() -> None:
+    out = subprocess.run([sys.executable, "-m", "spmd_mypy.coverage"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0
+    assert re.search(r"^torch\.nn\.functional: \d+ of \d+ classified", out.stdout, re.M), out.stdout
