@@ -29,13 +29,10 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequenc
 
 from ..vocab.localtype import BY_LETTER, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
+from .positions import Pos, Span
 
 __all__ = ["Meta", "index_for", "decode", "AnnotationError", "SPMD_FULLNAMES"]
 
-Pos = Tuple[int, int]  # (line, 0-based column), as mypy reports them
-# Where a type is written: (line, column, end line, end column); see
-# _mypy.annotation_spans.
-Span = Tuple[int, int, int, int]
 
 # Fully qualified names the decoder accepts (definitions, as mypy resolves them).
 SPMD_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.Spmd", "spmd_mypy.Spmd"})
