@@ -3,7 +3,7 @@
 Code is global inside a function (or class) decorated `@spmd.global_spmd`
 (every mesh axis) or `@spmd.global_spmd(axes=("tp",))` (those axes; the
 others keep the local rules), nested functions included, except a function
-handed to `spmd.local_map` (local code again).  annotations.global_axes_at
+handed to `spmd.local_map` (local code again).  global_scopes.global_axes_at
 finds the scope of a call from its line.
 
 In global code:
@@ -34,15 +34,18 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from ..vocab.collectives import PUBLIC_OPS, CollectiveError, plan
+from ..vocab.collectives import CollectiveError, plan
 from ..vocab.factors import FactorError, has_rule, propagate
 from ..vocab.globaltype import GlobalType
 from ..vocab.localtype import P, Shard, V, AxisType
 from ..vocab.opclasses import REFLECTED, SCALAR, op_class
 from ..vocab.spec import SpecError, Spmd, mismatches
 from ..vocab.spec_collectives import apply_collective
-from . import _mypy, comms, ops, relation
-from .annotations import AnnotationError, Meta, decode, global_axes_at
+from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
+from . import _mypy, callsite, ops, relation
+from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
+from .annotations import AnnotationError, Meta, decode
+from .global_scopes import global_axes_at
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
 from .guard import STRICT, default_return, guarded, nothing, report_skipped
@@ -122,10 +125,6 @@ def _fail(ctx: Any, err: FactorError, code: _mypy.ErrorCode = SPMD_GLOBAL) -> No
 
 # -- ops --------------------------------------------------------------------------
 
-# Parameters written as *args in torch's stubs: one int there is a one-item shape.
-_STAR = frozenset({"size", "shape", "dims"})
-
-
 def _params(ctx: Any, name: str) -> Tuple[Dict[str, object], bool]:
     """(literal arguments by parameter name, whether some non-tensor argument is not literal)."""
     params: Dict[str, object] = {}
@@ -149,7 +148,7 @@ def _params(ctx: Any, name: str) -> Tuple[Dict[str, object], bool]:
                 missing = True
             continue
         value: object = values[0] if len(values) == 1 else tuple(values)
-        if formal in _STAR and len(values) == 1 and not isinstance(value, tuple):
+        if formal in STAR_PARAMETERS and len(values) == 1 and not isinstance(value, tuple):
             value = (value,)
         params[formal] = value
     if name == "einsum" and "equation" not in params:
@@ -161,21 +160,12 @@ def _params(ctx: Any, name: str) -> Tuple[Dict[str, object], bool]:
     return params, missing
 
 
-# Operators are propagated under the name of their function, so that messages and
-# fixes read `matmul`, `add` (operands are already in source order).
-_OPERATOR_NAMES = {
-    "matmul": "matmul", "add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
-    "neg": "neg", "pos": "positive", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le",
-    "gt": "gt", "ge": "ge", "pow": "pow",
-}
-
-
 def _factor_name(name: str) -> str:
     if name.startswith("__") and name.endswith("__"):
         core = name[2:-2]
         if name in REFLECTED and core.startswith("r"):
             core = core[1:]
-        plain = _OPERATOR_NAMES.get(core)
+        plain = OPERATOR_FUNCTIONS.get(core)
         if plain is not None and has_rule(plain):
             return plain
     return name
@@ -199,7 +189,7 @@ def _global_op(
     out_partial: Sequence[str],
     factor_name: Optional[str] = None,
 ) -> Typed:
-    options = ops._operands(ctx, name, receiver)
+    options = callsite.operands(ctx, name, receiver)
     if not options or any(len(c) != 1 or c[0] is None for _, c in options):
         return None  # a Union or a plain tensor: the local rules (unknown result)
     spmds = [c[0] for _, c in options if isinstance(c[0], Spmd)]
@@ -229,7 +219,7 @@ def _global_op(
             )
             _mypy.fail(
                 ctx.api,
-                f"{ops._display(name, namespace)} {why}, and {n}: {g} is sharded on "
+                f"{display_name(name, namespace)} {why}, and {n}: {g} is sharded on "
                 f"{', '.join(repr(a) for a in g.spec.axes)}; no rule says whether the op mixes "
                 f"elements across shards. Hint: gather it first, or run the op in local code "
                 f"(spmd.local_map)",
@@ -259,11 +249,8 @@ def _global_op(
 
 # -- spmd.matmul / einsum / linear / sum / mean with out_partial_axes -------------------
 
-_PARTIAL_OPS = {"matmul": "torch", "einsum": "torch", "linear": "functional", "sum": "torch", "mean": "torch"}
-
-
 def _out_partial(ctx: Any) -> Optional[Tuple[str, ...]]:
-    got = comms._one(ctx, "out_partial_axes")
+    got = one_arg(ctx, "out_partial_axes")
     if got is None:
         return ()
     one = _mypy.str_value(got[0])
@@ -290,26 +277,26 @@ def _check_local_partial(ctx: Any, op: str, result: Optional[Spmd], axes: Sequen
 
 
 def _partial_op(ctx: Any, op: str) -> _mypy.Type:
-    namespace = _PARTIAL_OPS[op]
+    namespace = PARTIAL_OPS[op]
     cls = op_class(op, namespace)
     axes = _out_partial(ctx)
     if axes is None:
-        return ops._typed(ctx, None, True)  # a computed out_partial_axes: unknown
+        return typed_result(ctx, None, True)  # a computed out_partial_axes: unknown
     scope = scope_of(ctx)
     if scope is not None:
         # spmd.mean with out_partial_axes divides by the axes' sizes: its factors are a sum's.
         factor = "sum" if op == "mean" and axes else op
         got = _global_op(ctx, op, cls, namespace, False, scope, axes, factor_name=factor)
         if got is not None:
-            return ops._typed(ctx, got[0], True)
+            return typed_result(ctx, got[0], True)
     result = ops.infer(ctx, op, cls, namespace, False)
     if result is None:
-        return ops._typed(ctx, None, ops._has_typed_operand(ctx, False))
+        return typed_result(ctx, None, has_typed_operand(ctx, False))
     _check_local_partial(ctx, op, result, axes)
     merged = {a: t for a, t in result.axes.items()}
     for a in axes:
         merged[a] = P
-    return ops._typed(ctx, Spmd.of(merged, None, result.nograd, result.rest), True)
+    return typed_result(ctx, Spmd.of(merged, None, result.nograd, result.rest), True)
 
 
 # -- typed collectives on a spec ----------------------------------------------------------
@@ -347,7 +334,7 @@ def refine_collective(
 def decode_spmd(ctx: Any, expr: Any) -> Optional[Spmd]:
     """The Spmd written as `Spmd(...)` in a call's argument (AnnotationError if malformed)."""
     names: Dict[str, str] = {}
-    node = comms._to_ast(expr, names)
+    node = spmd_expr_ast(expr, names)
     return decode(Meta((node,), ctx.context.line), names.get)
 
 
@@ -370,7 +357,7 @@ def spec_mismatch(got: Spmd, want: Spmd, scope: Optional[Scope]) -> Optional[Tup
 
 def _spec_redistribute(ctx: Any) -> _mypy.Type:
     default = ctx.default_return_type
-    x, src_arg, dst_arg = comms._one(ctx, "x"), comms._one(ctx, "src"), comms._one(ctx, "dst")
+    x, src_arg, dst_arg = one_arg(ctx, "x"), one_arg(ctx, "src"), one_arg(ctx, "dst")
     if x is None or src_arg is None or dst_arg is None:
         return default
     try:
@@ -426,7 +413,7 @@ def _spec_redistribute(ctx: Any) -> _mypy.Type:
 
 def _types_arg(ctx: Any, formal: str) -> Tuple[bool, List[Optional[Spmd]], bool]:
     """(given, the Spmd per item, whether it was a tuple) of in_types= / out_types=."""
-    got = comms._one(ctx, formal)
+    got = one_arg(ctx, formal)
     if got is None:
         return False, [], False
     items = _mypy.display_items(got[0])
@@ -442,7 +429,7 @@ def _types_arg(ctx: Any, formal: str) -> Tuple[bool, List[Optional[Spmd]], bool]
 
 def _local_map(ctx: Any) -> _mypy.Type:
     default = ctx.default_return_type
-    fn = comms._one(ctx, "fn")
+    fn = one_arg(ctx, "fn")
     sig = _mypy.callable_of(fn[1]) if fn is not None else None
     if sig is None:
         return default
@@ -561,12 +548,9 @@ def _exact_declared(ctx: Any, declared: Any, what: str) -> None:
 
 # -- x.T and x.mT ---------------------------------------------------------------------------
 
-_TRANSPOSED = {"T": ("t", {}), "mT": ("transpose", {"dim0": -2, "dim1": -1})}
-
-
 def transposed_attribute(name: str, inner: Callable[[Any], _mypy.Type]) -> Callable[[Any], _mypy.Type]:
     """x.T / x.mT in global code move the spec's dims (locally they keep the type)."""
-    op, params = _TRANSPOSED[name]
+    op, params = TRANSPOSED_ATTRIBUTES[name]
 
     def hook(ctx: Any) -> _mypy.Type:
         scope = scope_of(ctx)
@@ -594,9 +578,8 @@ def _partial_op_hook(op: str) -> Callable[[Any], _mypy.Type]:
     return guarded(lambda ctx: _partial_op(ctx, op), default_return)
 
 
-HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {GLOBAL_OPS + op: _partial_op_hook(op) for op in _PARTIAL_OPS}
+# spmd.redistribute(x, src=Spmd(...), dst=Spmd(...)): comms.hooks' spec_form
+spec_redistribute = guarded(_spec_redistribute, default_return)
+
+HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {GLOBAL_OPS + op: _partial_op_hook(op) for op in PARTIAL_OPS}
 HOOKS[GLOBAL_OPS + "local_map"] = guarded(_local_map, default_return)
-for _op in sorted(PUBLIC_OPS):
-    HOOKS[comms.API + _op] = comms.collective_hook(
-        _op, refine_collective, guarded(_spec_redistribute, default_return) if _op == "redistribute" else None
-    )
