@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from ..vocab.collectives import Step, backward
-from .kernels import Sizes, _pair, run
+from .kernels import Sizes, split_pair, run
 from .mesh import Comm
 
 __all__ = ["apply_steps"]
@@ -27,7 +27,7 @@ _backward_steps = functools.lru_cache(maxsize=None)(backward)
 def _swap_if_all_to_all(steps: Tuple[Step, ...], sizes: Sizes) -> Sizes:
     # all_to_all's sizes are (src sizes, dst sizes); its backward runs dst -> src.
     if sizes is not None and steps[0].op == "all_to_all":
-        src_sizes, dst_sizes = _pair(sizes)
+        src_sizes, dst_sizes = split_pair(sizes)
         return (dst_sizes, src_sizes)
     return sizes
 

@@ -33,7 +33,8 @@ def _flat(sizes: Sizes) -> Split:
     return cast(Split, sizes)
 
 
-def _pair(sizes: Sizes) -> Tuple[Split, Split]:
+def split_pair(sizes: Sizes) -> Tuple[Split, Split]:
+    """An all_to_all's split sizes as (src sizes, dst sizes); (None, None): even."""
     return cast(Tuple[Split, Split], sizes) if sizes is not None else (None, None)
 
 
@@ -155,7 +156,7 @@ def all_to_all_stack(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
         out = torch.empty_like(x)
         dist.all_to_all_single(out, x, group=comm.group)
         return out
-    in_splits, out_splits = _pair(sizes)
+    in_splits, out_splits = split_pair(sizes)
     assert in_splits is not None and out_splits is not None
     out = x.new_empty((sum(out_splits),) + tuple(x.shape[1:]))
     dist.all_to_all_single(out, x, list(out_splits), list(in_splits), group=comm.group)
@@ -167,7 +168,7 @@ def all_to_all_shard(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
     i, j = _dim(step.src), _dim(step.dst)
     if sizes is None and i != j:
         return _all_to_all_even(x, comm, i, j)
-    src_sizes, dst_sizes = _pair(sizes)
+    src_sizes, dst_sizes = split_pair(sizes)
     if i == j:
         # Re-splitting one dim: gather it, keep my new piece.
         full = all_gather_shard(x, comm, Step("all_gather", step.src, step.src), src_sizes)
