@@ -6,7 +6,7 @@
                                             # expressions, unchecked calls
 
 Without PATHS imports torch (to enumerate its API); with PATHS runs mypy with
-the plugin in process (plugin/typed_share.py says what is counted).  The
+the plugin in process (plugin/_mypy/typed_share.py says what is counted).  The
 plugin never imports this module.
 """
 
@@ -90,7 +90,7 @@ def main(argv: List[str] | None = None) -> int:
 
 def typed_share_report(paths: List[str], config_file: Optional[str] = None) -> int:
     """Print per file the share of typed tensor expressions and its unchecked calls."""
-    from .plugin.typed_share import build_options, measure
+    from .plugin._mypy.typed_share import build_options, measure
 
     shares, _ = measure(paths, build_options(config_file))
     typed = untyped = 0

@@ -1,7 +1,7 @@
 """`python -m spmd_mypy.coverage PATHS`: the share of typed tensor expressions and the unchecked calls.
 
 The expected counts are worked out by hand from the rules in
-spmd_mypy/plugin/typed_share.py (see the comments in SOURCE), not by the tool.
+spmd_mypy/plugin/_mypy/typed_share.py (see the comments in SOURCE), not by the tool.
 """
 
 from __future__ import annotations

@@ -6,20 +6,26 @@ of times per run):
   Tensor in a type        reading.analyze_tensor  (Annotated[Tensor, Spmd(...)])
   torch functions, F.*    ops.op_hook             (table-driven per-axis rules)
   methods of a carrier    ops.op_hook             (operators, in-place, backward)
-  spmd.* collectives      comms.HOOKS             (src/dst from vocab.collectives)
+  spmd.* collectives      comms.hooks(...)        (src/dst from vocab.collectives;
+                                                  global mode's refinement passed in)
   Module.__call__         relation.module_call_hook (routed to forward)
   Function.apply          relation.function_apply_hook (routed to forward)
   user function calls     relation.signature_hook (parameters relaxed), then
                           relation.argument_hook (arguments checked per axis)
   carrier attributes      ops.attribute_hook      (.T keeps the type, .grad is its gradient)
-  user class attributes   parameters.write_hook   (writes to a module parameter take any Tensor)
-  return / y: T = e       declared.HOOKS          (rewritten into calls before analysis)
+  user class attributes   parameters.write_hook   (writes to a module parameter: a plain Tensor,
+                                                  or a value of the declared SPMD type)
+  spmd.local_map(fn, ...) local_map.HOOKS         (fn checked against in_types/out_types)
+  return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
-Modules: _mypy (every mypy import), annotations (the per-file index, pure
-Python), reading, carrier, ops, comms, relation, declared, untyped, parameters,
-global_mode, errors, config.  The plugin
-never imports torch.
+Modules: _mypy/ (every mypy import), annotations (the per-file index, pure
+Python), sourcefile and positions (below it), reading, carrier, callsite
+(what the call hooks share), ops, comms, relation, declared, untyped,
+parameters, global_mode and global_scopes, local_map, setup_check, guard,
+errors, config.  Each feature
+module owns its hook table; this module registers them.  The plugin never
+imports torch.
 """
 
 from __future__ import annotations
@@ -29,8 +35,9 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, ops, parameters, reading, relation, setup_check, untyped
+from . import _mypy, comms, config, declared, global_mode, local_map, ops, parameters, reading, relation, setup_check, untyped
 from ..vocab.opclasses import untyped_function
+from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
 from .guard import STRICT, guarded, nothing, report_skipped
 from .annotations import mentions_spmd, mentions_untyped_torch
 
@@ -40,21 +47,13 @@ _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
 def _rules_version() -> str:
     """A digest of the rule tables, so that mypy's cache goes stale when they change."""
     h = hashlib.sha256()
-    for path in sorted(_VOCAB.glob("*.py")) + sorted(Path(__file__).parent.glob("*.py")):
+    for path in sorted(_VOCAB.glob("*.py")) + sorted(Path(__file__).parent.rglob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 
-# fullname prefix -> op-table namespace
-_FUNCTION_PREFIXES: Tuple[Tuple[str, str], ...] = (
-    ("torch._C._VariableFunctions.", "torch"),
-    ("torch.functional.", "torch"),
-    ("torch._C._nn.", "functional"),
-    ("torch.nn.functional.", "functional"),
-    ("torch._tensor.", "torch"),
-)
-_TORCH_FUNCTION_PREFIXES = tuple(p for p, _ in _FUNCTION_PREFIXES)
+_TORCH_FUNCTION_PREFIXES = tuple(p for p, _ in FUNCTION_NAMESPACES)
 _CARRIER_PREFIX = _mypy.CARRIER + "."
 _TENSOR_BASE_PREFIX = "torch._C.TensorBase."
 _UNION_RECEIVER = " of TensorBase"
@@ -67,7 +66,7 @@ Hook = Callable[[Any], Any]
 
 
 def _function_hook(fullname: str) -> Optional[Hook]:
-    for prefix, namespace in _FUNCTION_PREFIXES:
+    for prefix, namespace in FUNCTION_NAMESPACES:
         if fullname.startswith(prefix):
             name = fullname[len(prefix):]
             return ops.op_hook(name, namespace, False, global_mode.refine_op) if "." not in name else None
@@ -119,10 +118,20 @@ def _attribute_hook(fullname: str) -> Optional[Hook]:
         if fullname.startswith(prefix):
             name = fullname[len(prefix):]
             hook = ops.attribute_hook(name)
-            if hook is not None and name in ("T", "mT"):
+            if hook is not None and name in TRANSPOSED_ATTRIBUTES:
                 return global_mode.transposed_attribute(name, hook)
             return hook
     return parameters.write_hook(fullname.rpartition(".")[2]) if _user_code(fullname) else None
+
+
+def _disjoint(*tables: Dict[str, Hook]) -> Dict[str, Optional[Hook]]:
+    """The tables merged; each fullname belongs to one feature."""
+    merged: Dict[str, Optional[Hook]] = {}
+    for table in tables:
+        both = merged.keys() & table.keys()
+        assert not both, f"hook tables overlap: {sorted(both)}"
+        merged.update(table)
+    return merged
 
 
 class _Hooks(Dict[str, Optional[Hook]]):
@@ -160,12 +169,17 @@ class SpmdPlugin(_mypy.Plugin):
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
         )
-        declared_hooks = {
-            name: global_mode.exact_declared(hook, what)
-            for (name, hook), what in zip(declared.HOOKS.items(), ("Returned value", "Assigned value"))
-        }
+        # Each feature module owns its table; global mode's refinements are
+        # passed in where a table is built.
         self._functions = _Hooks(
-            _function_hook, {**comms.HOOKS, **declared_hooks, **global_mode.HOOKS, **untyped.HOOKS}
+            _function_hook,
+            _disjoint(
+                comms.hooks(global_mode.refine_collective, global_mode.spec_redistribute),
+                declared.hooks(global_mode.exact_declared),
+                global_mode.HOOKS,
+                local_map.HOOKS,
+                untyped.HOOKS,
+            ),
         )
         self._methods = _Hooks(_method_hook)
         self._signatures = _Hooks(_signature_hook)

@@ -29,13 +29,11 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequenc
 
 from ..vocab.localtype import BY_LETTER, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
+from .positions import Pos, Span
+from .sourcefile import LastLook, file_version, parse_source, read_source, source_file
 
 __all__ = ["Meta", "index_for", "decode", "AnnotationError", "SPMD_FULLNAMES"]
 
-Pos = Tuple[int, int]  # (line, 0-based column), as mypy reports them
-# Where a type is written: (line, column, end line, end column); see
-# _mypy.annotation_spans.
-Span = Tuple[int, int, int, int]
 
 # Fully qualified names the decoder accepts (definitions, as mypy resolves them).
 SPMD_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.Spmd", "spmd_mypy.Spmd"})
@@ -182,82 +180,21 @@ def _collect_string(node: ast.Constant, text: str, out: Dict[Pos, Meta]) -> None
         out[pos] = out[pos]._replace(ambiguous=True)
 
 
-def _parse(data: bytes) -> Optional[ast.AST]:
-    """A file's ast; None when it is not UTF-8 or does not parse."""
-    try:
-        source = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    try:
-        return ast.parse(source)
-    except SyntaxError:
-        pass
-    try:  # syntax newer than this Python: libcst parses it, then ast of its code
-        import libcst
-
-        module = libcst.parse_module(source)
-        return ast.parse(module.code, feature_version=(3, 8))
-    except Exception:
-        return None
-
-
-# torch's own installed sources never hold SPMD annotations; mypy analyzes
-# about 1,700 of them on a cold run, so they are not even stat-ed.  Nor do
-# this package's (the runtime is typed with plain Tensors, the vocabulary
-# holds none), which mypy analyzes whenever checked code imports spmd_mypy:
-# they are a library to the plugin, as torch is.
-_SKIP = (
-    os.sep + "site-packages" + os.sep + "torch" + os.sep,
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-)
-
-
-T = TypeVar("T")
-
-
-class _LastLook:
-    """The last answer about one file for one owner.  Hooks ask about the file
-    being analysed or checked thousands of times; an owner is an object that
-    lives for one look at one version of it (the analyzer's tree, the
-    checker's scope of one pass: _mypy.analysis_owner / check_owner), so
-    while it is the same, the answer is too and no stat is needed."""
-
-    __slots__ = ("owner", "path", "value")
-
-    def __init__(self) -> None:
-        self.owner: object = None
-        self.path: Optional[str] = None
-        self.value: object = None
-
-    def get(self, owner: object, path: Optional[str], compute: Callable[[Optional[str]], T]) -> T:
-        if owner is None:
-            return compute(path)
-        if owner is self.owner and path == self.path:
-            return self.value  # type: ignore[return-value]
-        value = compute(path)
-        self.owner, self.path, self.value = owner, path, value
-        return value
-
-
-_LAST_SCAN = _LastLook()
-_LAST_SCOPES = _LastLook()
+_LAST_SCAN = LastLook()
 
 
 class _Facts:
     """What the plugin knows of one version of a file.  The index is built on
     first use; until then the file's bytes are kept (files that mention Spmd)."""
 
-    __slots__ = ("key", "uses", "untyped", "data", "index", "scopes")
+    __slots__ = ("key", "uses", "untyped", "data", "index")
 
-    def __init__(
-        self, key: object, uses: bool, untyped: bool, data: Optional[bytes], scopes: Tuple[Scope, ...] = ()
-    ) -> None:
+    def __init__(self, key: object, uses: bool, untyped: bool, data: Optional[bytes]) -> None:
         self.key = key
         self.uses = uses
         self.untyped = untyped
         self.data = data
         self.index: Optional[Dict[Pos, Meta]] = None if data is not None else {}
-        self.scopes = scopes  # global_spmd / local_map scopes (global_axes_at)
 
 
 _NOTHING = _Facts(None, False, False, None)
@@ -277,27 +214,20 @@ def seen_without_spmd(owner: object) -> bool:
 
 
 def _scan_file(path: Optional[str]) -> _Facts:
-    if not path or not path.endswith((".py", ".pyi")) or any(s in path for s in _SKIP):
+    if not source_file(path):
         return _NOTHING
-    try:
-        st = os.stat(path)
-    except OSError:
+    assert path is not None
+    key = file_version(path)
+    if key is None:
         return _NOTHING
-    key = (st.st_mtime_ns, st.st_size)
     hit = _CACHE.get(path)
     if hit is not None and hit.key == key:
         return hit
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        data = b""
+    data = read_source(path)
     uses = b"spmd" in data or b"Spmd" in data or b"SPMD" in data
     untyped = b"special" in data or b"linalg" in data or b"fft" in data
     # the cheap pre-filter: most files never mention Spmd, and have no index
-    tree = _parse(data) if b"global_spmd" in data else None
-    scopes = _collect_scopes(tree) if tree is not None else ()
-    facts = _CACHE[path] = _Facts(key, uses, untyped, data if b"Spmd" in data else None, scopes)
+    facts = _CACHE[path] = _Facts(key, uses, untyped, data if b"Spmd" in data else None)
     return facts
 
 
@@ -331,7 +261,7 @@ def _index(facts: _Facts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
                 index = _index_of_spans(data, found)
         if index is None:
             index = {}
-            tree = _parse(data)
+            tree = parse_source(data)
             if isinstance(tree, ast.Module):
                 _collect(tree, index)
         facts.index, facts.data = index, None
@@ -386,7 +316,7 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
     return out
 
 
-# Each of these takes an optional `owner` (see _LastLook).
+# Each of these takes an optional `owner` (see sourcefile.LastLook).
 
 
 def scan(path: Optional[str], owner: object = None, spans: Optional[Spans] = None) -> Tuple[Dict[Pos, Meta], bool]:
@@ -565,82 +495,3 @@ def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:
         return Spmd.of(axes, spec, nograd)  # type: ignore[arg-type]
     except SpecError as e:
         raise AnnotationError(str(e), line) from None
-
-
-# -- global and local code: @global_spmd functions and local_map'd functions --------
-
-# One scope: (first line, last line, axes or None).  axes None marks a function
-# handed to local_map (local code again); a tuple marks @global_spmd code, the
-# empty tuple meaning every mesh axis.
-Scope = Tuple[int, int, Optional[Tuple[str, ...]]]
-
-
-def _callee_name(node: ast.expr) -> str:
-    """The last name of a decorator or callee: `spmd.global_spmd(...)` -> global_spmd."""
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
-
-
-def _axes_literal(call: ast.expr) -> Tuple[str, ...]:
-    """axes=... of @global_spmd(axes=...): a name or a tuple of names (else every axis)."""
-    if not isinstance(call, ast.Call):
-        return ()
-    for kw in call.keywords:
-        if kw.arg == "axes":
-            v = kw.value
-            if isinstance(v, ast.Constant) and isinstance(v.value, str):
-                return (v.value,)
-            if isinstance(v, (ast.Tuple, ast.List)) and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts
-            ):
-                return tuple(e.value for e in v.elts)  # type: ignore[attr-defined]
-    return ()
-
-
-def _collect_scopes(tree: ast.AST) -> Tuple[Scope, ...]:
-    defs: Dict[str, list] = {}  # function name -> its (first, last) lines
-    mapped: set = set()  # names passed to local_map(fn, ...)
-    out: list = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            span = (first, node.end_lineno or node.lineno)
-            defs.setdefault(node.name, []).append(span)
-            for dec in node.decorator_list:
-                name = _callee_name(dec)
-                if name == "global_spmd":
-                    out.append((span[0], span[1], _axes_literal(dec)))
-                elif name == "local_map":
-                    out.append((span[0], span[1], None))
-        elif isinstance(node, ast.Call) and _callee_name(node.func) == "local_map":
-            if node.args and isinstance(node.args[0], ast.Name):
-                mapped.add(node.args[0].id)
-    for name in mapped:
-        for first, last in defs.get(name, ()):
-            out.append((first, last, None))
-    return tuple(out)
-
-
-def scopes_for(path: Optional[str], owner: object = None) -> Tuple[Scope, ...]:
-    """The global and local_map scopes of a file (cached by mtime and size)."""
-    return _LAST_SCOPES.get(owner, path, _scopes_of_file)
-
-
-def _scopes_of_file(path: Optional[str]) -> Tuple[Scope, ...]:
-    return _scan_file(path).scopes
-
-
-def global_axes_at(path: Optional[str], line: int, owner: object = None) -> Optional[Tuple[str, ...]]:
-    """The global axes of the code at `line` (() = every axis), None in local code.
-
-    The innermost enclosing scope decides: a function handed to local_map is
-    local even when it is nested in a global one."""
-    best: Optional[Scope] = None
-    for scope in scopes_for(path, owner):
-        first, last, _ = scope
-        if first <= line <= last and (best is None or first >= best[0] and last <= best[1]):
-            best = scope
-    return None if best is None else best[2]

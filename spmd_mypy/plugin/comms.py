@@ -8,15 +8,15 @@ input on each axis, and the result takes dst on those axes.
 
 from __future__ import annotations
 
-import ast
-import keyword
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ..vocab.collectives import PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
-from ..vocab.localtype import AxisType, P, R, Shard
+from ..vocab.collectives import DEFAULT_SRC, PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
+from ..vocab.localtype import AxisType, R, Shard, local_kind
+from ..vocab.opnames import RAW_COLLECTIVES
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy
 from .annotations import LOCAL_TYPES, SHARD_FULLNAMES, AnnotationError, Meta, decode
+from .callsite import one_arg, spmd_expr_ast
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE
 from .config import Settings
@@ -24,7 +24,6 @@ from .guard import default_return, guarded
 from .reading import check_axes
 
 API = "spmd_mypy.runtime.api."
-_DEFAULT_SRC = {"all_reduce": P, "reduce_scatter": P}
 
 
 def _axis_type(expr: _mypy.Expression) -> Optional[AxisType]:
@@ -39,15 +38,6 @@ def _axis_type(expr: _mypy.Expression) -> Optional[AxisType]:
             if dim is not None:
                 return Shard(dim)
     return None
-
-
-def _one(ctx: Any, formal: str) -> Optional[Tuple[_mypy.Expression, _mypy.Type]]:
-    got = _mypy.formal_args(ctx, formal)
-    return got[0] if got else None
-
-
-def _kind(t: AxisType) -> str:
-    return "V" if isinstance(t, Shard) else t.letter
 
 
 # Global mode (global_mode.py): `refine` types a collective on a spec
@@ -66,14 +56,14 @@ def _collective(
     ctx: Any, op: str, refine: Optional[Refine] = None, spec_form: Optional[Callable[[Any], _mypy.Type]] = None
 ) -> _mypy.Type:
     default = ctx.default_return_type
-    x, axis_arg = _one(ctx, "x"), _one(ctx, "axis")
-    src_arg, dst_arg, expert_arg = _one(ctx, "src"), _one(ctx, "dst"), _one(ctx, "expert_mode")
+    x, axis_arg = one_arg(ctx, "x"), one_arg(ctx, "axis")
+    src_arg, dst_arg, expert_arg = one_arg(ctx, "src"), one_arg(ctx, "dst"), one_arg(ctx, "expert_mode")
     if spec_form is not None and x is not None and axis_arg is None:
         return spec_form(ctx)
     if x is None or axis_arg is None or dst_arg is None:
         return default
     axis: Union[str, Tuple[str, ...], None] = _mypy.str_value(axis_arg[0]) or _mypy.str_tuple(axis_arg[0])
-    src = _axis_type(src_arg[0]) if src_arg is not None else _DEFAULT_SRC.get(op)
+    src = _axis_type(src_arg[0]) if src_arg is not None else DEFAULT_SRC.get(op)
     dst = _axis_type(dst_arg[0])
     if axis is None or src is None or dst is None:
         return default  # a ProcessGroup or computed argument: not typed statically
@@ -98,7 +88,7 @@ def _collective(
         actual = spmd_of(alternative)
         for a in axes:
             have = actual.axis_type(a) if actual is not None else None
-            if have is not None and _kind(have) != _kind(src) and (a, str(have)) not in reported:
+            if have is not None and local_kind(have) != local_kind(src) and (a, str(have)) not in reported:
                 reported.add((a, str(have)))
                 fix = fix_call(have, src, a, name)
                 ctx.api.fail(
@@ -107,7 +97,7 @@ def _collective(
                     + (f". Hint: make it {src} first with {fix}" if fix else "")
                     + (
                         f", or drop this call if {name} is already what you need"
-                        if _kind(have) in ("R", "I") and op in ("all_reduce", "redistribute")
+                        if local_kind(have) in ("R", "I") and op in ("all_reduce", "redistribute")
                         else ""
                     ),
                     ctx.context,
@@ -130,49 +120,6 @@ def _after(actual: Optional[Spmd], axes: Tuple[str, ...], dst: AxisType) -> Spmd
     return Spmd.of(result, None, actual.nograd, rest)
 
 
-# -- assert_spmd(x, Spmd(...)) ---------------------------------------------------
-
-
-def _dotted(text: str) -> ast.expr:
-    """`a.b.c` as ast.parse would give it (without parsing: hooks run per call)."""
-    first, *rest = parts = text.split(".")
-    if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
-        return ast.parse(text, mode="eval").body  # None, True, f(...).x
-    node: ast.expr = ast.Name(first, ast.Load())
-    for part in rest:
-        node = ast.Attribute(node, part, ast.Load())
-    return node
-
-
-def _to_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
-    """Rebuild the small expression language of Spmd(...) as stdlib ast for the decoder."""
-    full = _mypy.fullname_of(expr)
-    text = _mypy.expr_text(expr)
-    if full is not None and text != "x":
-        names[text] = full
-        return _dotted(text)
-    value = _mypy.str_value(expr)
-    if value is not None:
-        return ast.Constant(value)
-    number = _mypy.int_value(expr)
-    if number is not None:  # as ast writes -1: unary minus on 1
-        return ast.Constant(number) if number >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-number))
-    if getattr(expr, "fullname", None) == "builtins.None":
-        return ast.Constant(None)
-    items = getattr(expr, "items", None)
-    if items is not None and expr.__class__.__name__ == "TupleExpr":
-        return ast.Tuple([_to_ast(e, names) for e in items], ast.Load())
-    parts = _mypy.call_parts(expr)
-    if parts is not None:
-        callee_expr = getattr(expr, "callee")
-        return ast.Call(
-            _to_ast(callee_expr, names),
-            [_to_ast(a, names) for a in parts[1]],
-            [ast.keyword(k, _to_ast(v, names)) for k, v in parts[2]],
-        )
-    raise AnnotationError(f"cannot read {text!r} statically", 0)
-
-
 # The [spmd_mypy] settings of the running plugin (configure), for the
 # Spmd(...) written inside assert_spmd, checked like an annotation.
 _SETTINGS: List[Settings] = []
@@ -184,12 +131,12 @@ def configure(settings: Settings) -> None:
 
 def _assert_spmd(ctx: Any) -> _mypy.Type:
     default = ctx.default_return_type
-    x, meta_arg = _one(ctx, "x"), _one(ctx, "spmd")
+    x, meta_arg = one_arg(ctx, "x"), one_arg(ctx, "spmd")
     if x is None or meta_arg is None or not _mypy.is_tensor(x[1]):
         return default
     names: Dict[str, str] = {}
     try:
-        node = _to_ast(meta_arg[0], names)
+        node = spmd_expr_ast(meta_arg[0], names)
         asserted = decode(Meta((node,), ctx.context.line), names.get)
         if asserted is not None and _SETTINGS:
             check_axes(asserted, _SETTINGS[-1])
@@ -216,22 +163,8 @@ def _assert_spmd(ctx: Any) -> _mypy.Type:
 
 # -- raw torch.distributed collectives on typed tensors ---------------------------
 
-_RAW_TO_TYPED = {
-    "all_reduce": "all_reduce",
-    "all_gather": "all_gather",
-    "all_gather_into_tensor": "all_gather",
-    "all_gather_single": "all_gather",
-    "reduce_scatter": "reduce_scatter",
-    "reduce_scatter_tensor": "reduce_scatter",
-    "reduce_scatter_single": "reduce_scatter",
-    "all_to_all": "all_to_all",
-    "all_to_all_single": "all_to_all",
-    "broadcast": "convert",
-}
-
-
 def raw_collective_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
-    typed = _RAW_TO_TYPED.get(name)
+    typed = RAW_COLLECTIVES.get(name)
     if typed is None:
         return None
 
@@ -255,8 +188,14 @@ def raw_collective_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
     return guarded(hook, default_return)
 
 
-HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
-    API + op: collective_hook(op) for op in sorted(PUBLIC_OPS)
-}
-HOOKS[API + "assert_spmd"] = guarded(_assert_spmd, default_return)
-
+def hooks(
+    refine: Optional[Refine] = None, spec_form: Optional[Callable[[Any], _mypy.Type]] = None
+) -> Dict[str, Callable[[Any], _mypy.Type]]:
+    """The function hooks of spmd.<collective> and spmd.assert_spmd, by fullname.
+    Global mode's refinement comes in here (`refine`, and `spec_form` for
+    spmd.redistribute on two specs): the plugin builds the table with them."""
+    table: Dict[str, Callable[[Any], _mypy.Type]] = {
+        API + op: collective_hook(op, refine, spec_form if op == "redistribute" else None) for op in sorted(PUBLIC_OPS)
+    }
+    table[API + "assert_spmd"] = guarded(_assert_spmd, default_return)
+    return table

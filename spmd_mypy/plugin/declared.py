@@ -17,7 +17,7 @@ reports the mismatch itself, as without the plugin.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Dict, Optional
 
 from . import _mypy
 from .carrier import spmd_of
@@ -61,7 +61,15 @@ def _value(ctx: Any) -> _mypy.Type:
     return ctx.arg_types[0][0] if ctx.arg_types and ctx.arg_types[0] else ctx.default_return_type
 
 
-HOOKS = {
-    _mypy.RETURNED: guarded(_returned, _value),
-    _mypy.ASSIGNED: guarded(_assigned, _value),
-}
+# A refinement of a declared-value hook (global mode's exact_declared): the
+# hook and what the value is ("Returned value") -> the refined hook.
+Refine = Callable[[Callable[[Any], _mypy.Type], str], Callable[[Any], _mypy.Type]]
+
+
+def hooks(refine: Optional[Refine] = None) -> Dict[str, Callable[[Any], _mypy.Type]]:
+    """The function hooks of the two stub functions the rewrite calls, by fullname."""
+    table = {
+        _mypy.RETURNED: (guarded(_returned, _value), "Returned value"),
+        _mypy.ASSIGNED: (guarded(_assigned, _value), "Assigned value"),
+    }
+    return {name: refine(hook, what) if refine is not None else hook for name, (hook, what) in table.items()}

@@ -3,7 +3,7 @@
 Code is global inside a function (or class) decorated `@spmd.global_spmd`
 (every mesh axis) or `@spmd.global_spmd(axes=("tp",))` (those axes; the
 others keep the local rules), nested functions included, except a function
-handed to `spmd.local_map` (local code again).  annotations.global_axes_at
+handed to `spmd.local_map` (local code again).  global_scopes.global_axes_at
 finds the scope of a call from its line.
 
 In global code:
@@ -14,7 +14,9 @@ In global code:
     Axes outside `axes=` are typed by the local rules (ops.infer on those axes
     only) and join the result as keywords (an S(i) there reads as V).
   * an operand whose type has no spec (per-axis form: its rank is unknown),
-    or a Union, leaves the whole op to the local rules.
+    or a Union, leaves the whole op to the local rules, which are exact when
+    the operand has no layout on a global axis; a per-axis S(i) or V there is
+    an spmd-global error (a spec is needed).
   * an op without a factor row: if an operand is sharded on a global axis,
     spmd-global (the op may touch that dim and no rule says how); otherwise
     the local rules check it and the result is unknown (SpmdTensor[Any]).
@@ -25,24 +27,27 @@ In global code:
     annotated assignments whose declared type is in the spec form must match
     the spec exactly (per axis, S(i) and V are alike; here the dim counts).
 
-In both modes: spmd.matmul/einsum/linear/sum/mean(..., out_partial_axes=...),
-the spec-level spmd.redistribute(x, src=Spmd(...), dst=Spmd(...)) and
-spmd.local_map(fn, in_types=..., out_types=...).
+In both modes: spmd.matmul/einsum/linear/sum/mean(..., out_partial_axes=...)
+and the spec-level spmd.redistribute(x, src=Spmd(...), dst=Spmd(...));
+spmd.local_map(fn, in_types=..., out_types=...) is local_map.py's.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from ..vocab.collectives import PUBLIC_OPS, CollectiveError, plan
+from ..vocab.collectives import CollectiveError, plan
 from ..vocab.factors import FactorError, has_rule, propagate
 from ..vocab.globaltype import GlobalType
 from ..vocab.localtype import P, Shard, V, AxisType
 from ..vocab.opclasses import REFLECTED, SCALAR, op_class
 from ..vocab.spec import SpecError, Spmd, mismatches
 from ..vocab.spec_collectives import apply_collective
-from . import _mypy, comms, ops, relation
-from .annotations import AnnotationError, Meta, decode, global_axes_at
+from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
+from . import _mypy, callsite, ops, relation
+from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
+from .annotations import AnnotationError, Meta, decode
+from .global_scopes import global_axes_at
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
 from .guard import STRICT, default_return, guarded, nothing, report_skipped
@@ -122,10 +127,6 @@ def _fail(ctx: Any, err: FactorError, code: _mypy.ErrorCode = SPMD_GLOBAL) -> No
 
 # -- ops --------------------------------------------------------------------------
 
-# Parameters written as *args in torch's stubs: one int there is a one-item shape.
-_STAR = frozenset({"size", "shape", "dims"})
-
-
 def _params(ctx: Any, name: str) -> Tuple[Dict[str, object], bool]:
     """(literal arguments by parameter name, whether some non-tensor argument is not literal)."""
     params: Dict[str, object] = {}
@@ -149,7 +150,7 @@ def _params(ctx: Any, name: str) -> Tuple[Dict[str, object], bool]:
                 missing = True
             continue
         value: object = values[0] if len(values) == 1 else tuple(values)
-        if formal in _STAR and len(values) == 1 and not isinstance(value, tuple):
+        if formal in STAR_PARAMETERS and len(values) == 1 and not isinstance(value, tuple):
             value = (value,)
         params[formal] = value
     if name == "einsum" and "equation" not in params:
@@ -161,21 +162,12 @@ def _params(ctx: Any, name: str) -> Tuple[Dict[str, object], bool]:
     return params, missing
 
 
-# Operators are propagated under the name of their function, so that messages and
-# fixes read `matmul`, `add` (operands are already in source order).
-_OPERATOR_NAMES = {
-    "matmul": "matmul", "add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
-    "neg": "neg", "pos": "positive", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le",
-    "gt": "gt", "ge": "ge", "pow": "pow",
-}
-
-
 def _factor_name(name: str) -> str:
     if name.startswith("__") and name.endswith("__"):
         core = name[2:-2]
         if name in REFLECTED and core.startswith("r"):
             core = core[1:]
-        plain = _OPERATOR_NAMES.get(core)
+        plain = OPERATOR_FUNCTIONS.get(core)
         if plain is not None and has_rule(plain):
             return plain
     return name
@@ -199,7 +191,7 @@ def _global_op(
     out_partial: Sequence[str],
     factor_name: Optional[str] = None,
 ) -> Typed:
-    options = ops._operands(ctx, name, receiver)
+    options = callsite.operands(ctx, name, receiver)
     if not options or any(len(c) != 1 or c[0] is None for _, c in options):
         return None  # a Union or a plain tensor: the local rules (unknown result)
     spmds = [c[0] for _, c in options if isinstance(c[0], Spmd)]
@@ -229,7 +221,7 @@ def _global_op(
             )
             _mypy.fail(
                 ctx.api,
-                f"{ops._display(name, namespace)} {why}, and {n}: {g} is sharded on "
+                f"{display_name(name, namespace)} {why}, and {n}: {g} is sharded on "
                 f"{', '.join(repr(a) for a in g.spec.axes)}; no rule says whether the op mixes "
                 f"elements across shards. Hint: gather it first, or run the op in local code "
                 f"(spmd.local_map)",
@@ -259,9 +251,6 @@ def _global_op(
 
 # -- spmd.matmul / einsum / linear / sum / mean with out_partial_axes -------------------
 
-_PARTIAL_OPS = {"matmul": "torch", "einsum": "torch", "linear": "functional", "sum": "torch", "mean": "torch"}
-
-
 def text_of(options: List[Tuple[str, List[object]]], operand: object) -> str:
     return next(text for text, c in options if c[0] is operand)
 
@@ -276,7 +265,7 @@ def _per_axis_operand(ctx: Any, name: str, namespace: str, text: str, o: Spmd, s
     axis, t = laid[0]
     _mypy.fail(
         ctx.api,
-        f"{ops.display(name, namespace)} in global code: {text} is {t} on axis {axis!r} in the per-axis "
+        f"{display_name(name, namespace)} in global code: {text} is {t} on axis {axis!r} in the per-axis "
         f"form, which gives no rank, so its layout cannot be propagated through the op. Hint: annotate "
         f"{text} in spec form, Spmd(spec=PartitionSpec(...))",
         ctx.context,
@@ -286,7 +275,7 @@ def _per_axis_operand(ctx: Any, name: str, namespace: str, text: str, o: Spmd, s
 
 
 def _out_partial(ctx: Any) -> Optional[Tuple[str, ...]]:
-    got = comms._one(ctx, "out_partial_axes")
+    got = one_arg(ctx, "out_partial_axes")
     if got is None:
         return ()
     one = _mypy.str_value(got[0])
@@ -313,26 +302,26 @@ def _check_local_partial(ctx: Any, op: str, result: Optional[Spmd], axes: Sequen
 
 
 def _partial_op(ctx: Any, op: str) -> _mypy.Type:
-    namespace = _PARTIAL_OPS[op]
+    namespace = PARTIAL_OPS[op]
     cls = op_class(op, namespace)
     axes = _out_partial(ctx)
     if axes is None:
-        return ops._typed(ctx, None, True)  # a computed out_partial_axes: unknown
+        return typed_result(ctx, None, True)  # a computed out_partial_axes: unknown
     scope = scope_of(ctx)
     if scope is not None:
         # spmd.mean with out_partial_axes divides by the axes' sizes: its factors are a sum's.
         factor = "sum" if op == "mean" and axes else op
         got = _global_op(ctx, op, cls, namespace, False, scope, axes, factor_name=factor)
         if got is not None:
-            return ops._typed(ctx, got[0], True)
+            return typed_result(ctx, got[0], True)
     result = ops.infer(ctx, op, cls, namespace, False)
     if result is None:
-        return ops._typed(ctx, None, ops._has_typed_operand(ctx, False))
+        return typed_result(ctx, None, has_typed_operand(ctx, False))
     _check_local_partial(ctx, op, result, axes)
     merged = {a: t for a, t in result.axes.items()}
     for a in axes:
         merged[a] = P
-    return ops._typed(ctx, Spmd.of(merged, None, result.nograd, result.rest), True)
+    return typed_result(ctx, Spmd.of(merged, None, result.nograd, result.rest), True)
 
 
 # -- typed collectives on a spec ----------------------------------------------------------
@@ -370,7 +359,7 @@ def refine_collective(
 def decode_spmd(ctx: Any, expr: Any) -> Optional[Spmd]:
     """The Spmd written as `Spmd(...)` in a call's argument (AnnotationError if malformed)."""
     names: Dict[str, str] = {}
-    node = comms._to_ast(expr, names)
+    node = spmd_expr_ast(expr, names)
     return decode(Meta((node,), ctx.context.line), names.get)
 
 
@@ -393,7 +382,7 @@ def spec_mismatch(got: Spmd, want: Spmd, scope: Optional[Scope]) -> Optional[Tup
 
 def _spec_redistribute(ctx: Any) -> _mypy.Type:
     default = ctx.default_return_type
-    x, src_arg, dst_arg = comms._one(ctx, "x"), comms._one(ctx, "src"), comms._one(ctx, "dst")
+    x, src_arg, dst_arg = one_arg(ctx, "x"), one_arg(ctx, "src"), one_arg(ctx, "dst")
     if x is None or src_arg is None or dst_arg is None:
         return default
     try:
@@ -442,96 +431,6 @@ def _spec_redistribute(ctx: Any) -> _mypy.Type:
                 code,
             )
     return _mypy.replace_tensors(default, carrier(ctx.api, dst))
-
-
-# -- local_map -----------------------------------------------------------------------------
-
-
-def _types_arg(ctx: Any, formal: str) -> Tuple[bool, List[Optional[Spmd]], bool]:
-    """(given, the Spmd per item, whether it was a tuple) of in_types= / out_types=."""
-    got = comms._one(ctx, formal)
-    if got is None:
-        return False, [], False
-    items = _mypy.display_items(got[0])
-    exprs = items if items is not None else [got[0]]
-    out: List[Optional[Spmd]] = []
-    for e in exprs:
-        if _mypy.literal_value(e) is None:
-            out.append(None)
-        else:
-            out.append(decode_spmd(ctx, e))
-    return True, out, items is not None
-
-
-def _local_map(ctx: Any) -> _mypy.Type:
-    default = ctx.default_return_type
-    fn = comms._one(ctx, "fn")
-    sig = _mypy.callable_of(fn[1]) if fn is not None else None
-    if sig is None:
-        return default
-    try:
-        has_in, ins, _ = _types_arg(ctx, "in_types")
-        has_out, outs, out_tuple = _types_arg(ctx, "out_types")
-    except AnnotationError as e:
-        ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
-        return default
-    arg_types = list(sig.arg_types)
-    for i, t in enumerate(ins):
-        if t is not None and i < len(arg_types):
-            want = spmd_of(arg_types[i])
-            if want is not None:  # fn's parameter sees the local view of in_types
-                for a, g, w in mismatches(t, want):
-                    _mypy.fail(
-                        ctx.api,
-                        f"spmd.local_map: in_types[{i}] is {g} on axis {a!r}, but "
-                        f"{_mypy.expr_text(fn[0]) if fn else 'fn'}'s parameter {i + 1} is {w} there",
-                        ctx.context,
-                        SPMD_ARG,
-                    )
-            arg_types[i] = _mypy.replace_tensors(arg_types[i], carrier(ctx.api, t))
-    ret = sig.ret_type
-    if has_out:
-        _check_local_map_outputs(ctx, fn[0] if fn else None, ret, outs, out_tuple)
-        items = _mypy.tuple_items(ret)
-        if out_tuple and items is not None and len(items) == len(outs):
-            ret = _mypy.with_tuple_items(
-                ret,
-                [
-                    _mypy.replace_tensors(it, carrier(ctx.api, o)) if o is not None else it
-                    for it, o in zip(items, outs)
-                ],
-            )
-        elif not out_tuple and outs and outs[0] is not None:
-            ret = _mypy.replace_tensors(ret, carrier(ctx.api, outs[0]))
-    del has_in
-    return _mypy.with_signature(sig, arg_types, ret)
-
-
-def _check_local_map_outputs(
-    ctx: Any, fn: Any, ret: _mypy.Type, outs: List[Optional[Spmd]], out_tuple: bool
-) -> None:
-    """What fn declares it returns must fit out_types, per axis: the body's
-    local result is what the caller receives with out_types' type."""
-    items = _mypy.tuple_items(ret) if out_tuple else [ret]
-    if items is None and len(outs) == 1:
-        items = [ret]  # out_types=(Spmd(...),) for a single result
-    if items is None or len(items) != len(outs):
-        return
-    name = _mypy.expr_text(fn) if fn is not None else "fn"
-    for i, (item, want) in enumerate(zip(items, outs)):
-        got = spmd_of(item)
-        if got is None or want is None:
-            continue
-        for a, g, w in mismatches(got, want):
-            where = f"out_types[{i}]" if out_tuple else "out_types"
-            _mypy.fail(
-                ctx.api,
-                f"spmd.local_map: {name} returns {g} on axis {a!r}"
-                + (f" (result {i})" if len(items) > 1 else "")
-                + f", but {where} declares {w} there. Hint: make {where} say {g}, or convert in {name}",
-                ctx.context,
-                SPMD_ARG,
-            )
 
 
 # -- exact specs at arguments, returns and assignments in global code ---------------------
@@ -612,12 +511,9 @@ def _exact_declared(ctx: Any, declared: Any, what: str) -> None:
 
 # -- x.T and x.mT ---------------------------------------------------------------------------
 
-_TRANSPOSED = {"T": ("t", {}), "mT": ("transpose", {"dim0": -2, "dim1": -1})}
-
-
 def transposed_attribute(name: str, inner: Callable[[Any], _mypy.Type]) -> Callable[[Any], _mypy.Type]:
     """x.T / x.mT in global code move the spec's dims (locally they keep the type)."""
-    op, params = _TRANSPOSED[name]
+    op, params = TRANSPOSED_ATTRIBUTES[name]
 
     def hook(ctx: Any) -> _mypy.Type:
         scope = scope_of(ctx)
@@ -645,9 +541,7 @@ def _partial_op_hook(op: str) -> Callable[[Any], _mypy.Type]:
     return guarded(lambda ctx: _partial_op(ctx, op), default_return)
 
 
-HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {GLOBAL_OPS + op: _partial_op_hook(op) for op in _PARTIAL_OPS}
-HOOKS[GLOBAL_OPS + "local_map"] = guarded(_local_map, default_return)
-for _op in sorted(PUBLIC_OPS):
-    HOOKS[comms.API + _op] = comms.collective_hook(
-        _op, refine_collective, guarded(_spec_redistribute, default_return) if _op == "redistribute" else None
-    )
+# spmd.redistribute(x, src=Spmd(...), dst=Spmd(...)): comms.hooks' spec_form
+spec_redistribute = guarded(_spec_redistribute, default_return)
+
+HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {GLOBAL_OPS + op: _partial_op_hook(op) for op in PARTIAL_OPS}

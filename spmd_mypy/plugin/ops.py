@@ -15,7 +15,7 @@ import itertools
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..vocab.collectives import fix_call
-from ..vocab.localtype import I, P, R, AxisType, Shard, grad_type
+from ..vocab.localtype import I, P, R, AxisType, grad_type, local_kind
 from ..vocab.opclasses import (
     FACTORY,
     WITHOUT_OPERANDS,
@@ -33,87 +33,15 @@ from ..vocab.opclasses import (
     op_class_or_none,
     out_of_place,
 )
+from ..vocab.opnames import VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
 from . import _mypy
-from .annotations import mentions_spmd
+from .callsite import has_typed_operand, operands, receiver_text, typed_result
 from .carrier import carrier, spmd_of
 from .errors import SPMD_BACKWARD, SPMD_INPLACE, SPMD_OP
 from .guard import default_attr, default_return, guarded
 
 Operand = Tuple[str, Union[Spmd, None, object]]  # (source text, Spmd | None (plain) | SCALAR)
-
-_SYMBOLS = {
-    "__add__": "+", "__radd__": "+", "__iadd__": "+=", "__sub__": "-", "__rsub__": "-",
-    "__isub__": "-=", "__mul__": "*", "__rmul__": "*", "__imul__": "*=", "__matmul__": "@",
-    "__rmatmul__": "@", "__imatmul__": "@=", "__truediv__": "/", "__rtruediv__": "/",
-    "__itruediv__": "/=", "__neg__": "unary -", "__getitem__": "indexing", "__pow__": "**",
-    "__gt__": ">", "__ge__": ">=", "__lt__": "<", "__le__": "<=", "__eq__": "==", "__ne__": "!=",
-}
-
-
-def _display(name: str, namespace: str) -> str:
-    if name in _SYMBOLS:
-        return f"'{_SYMBOLS[name]}'"
-    prefix = {"torch": "torch.", "functional": "F.", "tensor": "Tensor."}[namespace]
-    return f"{prefix}{name}"
-
-
-def display(name: str, namespace: str) -> str:
-    """How an op is named in messages: `F.gelu`, `Tensor.sum`, `'@'`."""
-    return _display(name, namespace)
-
-
-def _candidates(typ: _mypy.Type) -> List[object]:
-    """The SPMD types a tensor argument may have: one, or one per Union alternative."""
-    alternatives = _mypy.union_alternatives(typ)
-    if alternatives is None:
-        return [spmd_of(typ)]
-    return [spmd_of(t) for t in alternatives]
-
-
-def _operands(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, List[object]]]:
-    """The operands in source order: each its text and its possible types."""
-    scalars = name in SCALAR_OPERANDS
-    ops: List[Tuple[str, List[object]]] = []
-    if receiver:
-        ops.append((_receiver_text(ctx), _candidates(ctx.type)))
-    for arg_name, expr, typ in _mypy.call_args(ctx):
-        if arg_name == "out":
-            continue  # out= receives the result; checked by _check_out
-        if _mypy.is_tensor(typ) or _mypy.union_alternatives(typ) is not None:
-            ops.append((_mypy.expr_text(expr), _candidates(typ)))
-        elif scalars and _mypy.is_python_number(typ):
-            ops.append((_mypy.expr_text(expr), [SCALAR]))
-        else:  # torch.cat([a, b]), torch.stack(parts): every tensor in the sequence
-            items = _mypy.display_items(expr)
-            if items is not None:
-                for item in items:
-                    t = _mypy.expression_type(ctx.api, item)
-                    if _mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None:
-                        ops.append((_mypy.expr_text(item), _candidates(t)))
-            else:
-                for t in _mypy.element_types(typ):
-                    ops.append((_mypy.expr_text(expr), [spmd_of(t)]))
-    sides = _mypy.operator_sides(ctx.context) if receiver else None
-    if sides is not None and len(ops) == 2:
-        # An operator: name the operands as written; a reflected dunder runs
-        # on the right operand, so its argument is the left one.
-        left, right = (ops[1], ops[0]) if name in REFLECTED else (ops[0], ops[1])
-        ops = [(sides[0], left[1]), (sides[1], right[1])]
-    return ops
-
-
-def _receiver_text(ctx: Any, fallback: str = "x") -> str:
-    callee = getattr(ctx.context, "callee", None)
-    base = getattr(callee, "expr", None)
-    if base is None:
-        sides = _mypy.operator_sides(ctx.context)
-        if sides is not None:
-            return sides[0]
-        base = getattr(ctx.context, "base", None)
-    text = _mypy.expr_text(base) if base is not None else "x"
-    return fallback if text == "x" else text
-
 
 def _axis_operand(op: object, axis: str) -> object:
     return op.axis_type(axis) if isinstance(op, Spmd) else op
@@ -132,7 +60,7 @@ def _affine_roles(ctx: Any, name: str, receiver: bool) -> Optional[Tuple[List[Op
     product_names, bias_name = AFFINE[name]
     by_name: dict = {}
     if receiver:
-        by_name["input"] = (_receiver_text(ctx), spmd_of(ctx.type))
+        by_name["input"] = (receiver_text(ctx), spmd_of(ctx.type))
     for formal, exprs, types in _mypy.formal_groups(ctx):
         if formal is not None and exprs and _mypy.is_tensor(types[0]):
             by_name[formal] = (_mypy.expr_text(exprs[0]), spmd_of(types[0]))
@@ -177,7 +105,7 @@ def infer_all(
         options: List[Tuple[str, List[object]]] = [(t, [o]) for t, o in single]
         cls, n_product = "affine", len(product)
     else:
-        options, n_product = _operands(ctx, name, receiver), 0
+        options, n_product = operands(ctx, name, receiver), 0
     if project is not None:
         options = [(t, [project(o) if isinstance(o, Spmd) else o for o in c]) for t, c in options]
     if all(len(c) == 1 for _, c in options):  # no Union operand: one inference
@@ -221,7 +149,7 @@ def _too_many_combinations(ctx: Any, name: str, namespace: str, keys: List[str],
     _report_op_error(
         ctx,
         name,
-        f"{_display(name, namespace)}: the Union types of {', '.join(keys)} give {total} combinations, "
+        f"{display_name(name, namespace)}: the Union types of {', '.join(keys)} give {total} combinations, "
         f"more than the {MAX_COMBINATIONS} the checker enumerates, so the op is not checked. "
         f"Hint: narrow each with spmd.assert_spmd(x, Spmd(...)) before the op",
     )
@@ -288,7 +216,7 @@ def _infer_typed(
         except OpRuleError as err:
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
             hint = _hint(err, axis, on_axis)
-            message = f"{_display(name, namespace)} on axis {axis!r} ({found}): {err}" + (
+            message = f"{display_name(name, namespace)} on axis {axis!r} ({found}): {err}" + (
                 f". Hint: {hint}" if hint else ""
             )
             if report is not None:
@@ -336,35 +264,6 @@ def _asks_for_grad(ctx: Any) -> bool:
     return any(not _mypy.is_false(expr) for expr, _ in _mypy.formal_args(ctx, "requires_grad"))
 
 
-def _in_spmd_file(ctx: Any) -> bool:
-    return mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api))
-
-
-def unknown_in_spmd_file(ctx: Any, default: _mypy.Type) -> _mypy.Type:
-    """A tensor result of unknown SPMD type: SpmdTensor[Any] in files that use spmd,
-    so that returning it from an annotated function is no error (gradual typing)."""
-    if _mypy.has_tensor(default) and _in_spmd_file(ctx):
-        return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
-    return default
-
-
-def _typed(ctx: Any, spmd: Optional[Spmd], typed_operand: bool) -> _mypy.Type:
-    """The default result with its tensors carrying `spmd`; SpmdTensor[Any] when the
-    rules cannot type it (it then fits any annotation).  Without a typed
-    operand, only files that use spmd get carriers (a factory's R): elsewhere,
-    torch's own sources among them, the carrier's module may not even be
-    analysed yet."""
-    default = ctx.default_return_type
-    if not _mypy.has_tensor(default):
-        return default
-    if not typed_operand and not _in_spmd_file(ctx):
-        return default
-    if spmd is None and not typed_operand:
-        return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
-    new = carrier(ctx.api, spmd) if spmd is not None else _mypy.unknown_carrier(ctx.api)
-    return _mypy.replace_tensors(default, new)
-
-
 def _dtype_written(ctx: Any) -> Optional[str]:
     """The name of a torch dtype written as an argument (`torch.int64` ->
     "int64"), or None."""
@@ -373,12 +272,6 @@ def _dtype_written(ctx: Any) -> Optional[str]:
         if full is not None and full.startswith(("torch.", "torch._C.")):
             return full.rpartition(".")[2]
     return None
-
-
-def _has_typed_operand(ctx: Any, receiver: bool) -> bool:
-    if receiver and _mypy.carried(ctx.type) is not None:
-        return True
-    return any(_mypy.carried(t) is not None for _, _, t in _mypy.call_args(ctx))
 
 
 # Global mode (global_mode.refine_op): None leaves the op to the local rules,
@@ -412,7 +305,7 @@ def op_hook(
             return default  # size(), item(), dim(): not a tensor op
         refined = refine(ctx, name, cls, namespace, receiver) if refine is not None else None
         if refined is not None:
-            return _typed(ctx, refined[0], True)
+            return typed_result(ctx, refined[0], True)
         op_cls = cast_class(name, _dtype_written(ctx), cls) if receiver else cls
         spmd = infer_all(ctx, name, op_cls, namespace, receiver)
         if op_cls is NONLINEAR and op_cls is not cls and isinstance(spmd, Spmd):
@@ -420,13 +313,13 @@ def op_hook(
         if isinstance(spmd, Alternatives):
             union = _mypy.union_of([carrier(ctx.api, r) for r in spmd])
             return _mypy.replace_tensors(ctx.default_return_type, union)
-        _check_out(ctx, name, namespace, spmd)
-        return _typed(ctx, spmd, _has_typed_operand(ctx, receiver))
+        check_out(ctx, name, namespace, spmd)
+        return typed_result(ctx, spmd, has_typed_operand(ctx, receiver))
 
     return guarded(hook, default_return)
 
 
-def _check_out(ctx: Any, name: str, namespace: str, result: Optional[Spmd]) -> None:
+def check_out(ctx: Any, name: str, namespace: str, result: Optional[Spmd]) -> None:
     """out=t writes the result into t, which keeps its type: they must agree."""
     for arg_name, expr, typ in _mypy.call_args(ctx):
         target = spmd_of(typ) if arg_name == "out" else None
@@ -434,9 +327,9 @@ def _check_out(ctx: Any, name: str, namespace: str, result: Optional[Spmd]) -> N
             continue
         for a, t in result.axes.items():
             was = target.axis_type(a)
-            if was is not None and _kind(was) != _kind(t):
+            if was is not None and local_kind(was) != local_kind(t):
                 ctx.api.fail(
-                    f"{_display(name, namespace)}(..., out={_mypy.expr_text(expr)}) writes a "
+                    f"{display_name(name, namespace)}(..., out={_mypy.expr_text(expr)}) writes a "
                     f"{t} result on axis {a!r} into {_mypy.expr_text(expr)}, which is {was} and "
                     f"keeps that type; drop out= and rebind the name",
                     ctx.context,
@@ -452,14 +345,14 @@ def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.
         changed = [
             (a, before.axis_type(a), t)
             for a, t in after.axes.items()
-            if _kind(before.axis_type(a)) != _kind(t)
+            if local_kind(before.axis_type(a)) != local_kind(t)
         ]
         if changed:
             a, was, now = changed[0]
             ctx.api.fail(
-                f"in-place {_display(name, namespace)} would change {_receiver_text(ctx)} "
+                f"in-place {display_name(name, namespace)} would change {receiver_text(ctx)} "
                 f"from {was} to {now} on axis {a!r}, but an in-place op keeps the tensor's "
-                f"type; use the out-of-place {_display(base, namespace)} and rebind the name",
+                f"type; use the out-of-place {display_name(base, namespace)} and rebind the name",
                 ctx.context,
                 code=SPMD_INPLACE,
             )
@@ -468,12 +361,11 @@ def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.
     return ctx.default_return_type
 
 
-# Attributes of a carrier: views keep the type, .grad has the gradient's type.
-_VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
+# Attributes of a carrier: views keep the type (VIEW_ATTRIBUTES), .grad has the gradient's type.
 
 
 def attribute_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
-    if name in _VIEW_ATTRIBUTES:
+    if name in VIEW_ATTRIBUTES:
         return guarded(lambda ctx: _attribute(ctx, grad=False), default_attr)
     if name == "grad":
         return guarded(lambda ctx: _attribute(ctx, grad=True), default_attr)
@@ -489,24 +381,18 @@ def _attribute(ctx: Any, grad: bool) -> _mypy.Type:
     return _mypy.replace_tensors(ctx.default_attr_type, carrier(ctx.api, spmd))
 
 
-def _kind(t: Optional[AxisType]) -> Optional[str]:
-    if t is None:
-        return None
-    return "V" if isinstance(t, Shard) else t.letter
-
-
 def _backward(ctx: Any) -> _mypy.Type:
     loss = spmd_of(ctx.type)
     explicit = any(_mypy.is_tensor(t) for _, _, t in _mypy.call_args(ctx))
     if loss is None or explicit:
         return ctx.default_return_type
-    name = _receiver_text(ctx, "loss")
+    name = receiver_text(ctx, "loss")
     for axis, t in loss.axes.items():
         if t in (I, P):
             continue
         fix = (
             f"spmd.convert({name}, {axis!r}, src=R, dst=P)"
-            if _kind(t) == "R"
+            if local_kind(t) == "R"
             else f"spmd.reinterpret({name}, {axis!r}, src=V, dst=P) "
             f"to sum the ranks' losses"
         )
@@ -516,7 +402,7 @@ def _backward(ctx: Any) -> _mypy.Type:
             + (
                 "the R loss's gradient is Partial, so the parameters' gradients come out "
                 f"scaled by the size of {axis!r}"
-                if _kind(t) == "R"
+                if local_kind(t) == "R"
                 else "each rank's loss is a different value, so the loss being minimised is undefined"
             )
             + f". Hint: {fix}",

@@ -15,7 +15,8 @@ from __future__ import annotations
 from ..vocab.localtype import V
 from ..vocab.spec import Spmd
 from . import _mypy
-from .annotations import AnnotationError, decode, global_axes_at, mentions_untyped_torch, scan, seen_without_spmd
+from .annotations import AnnotationError, decode, mentions_untyped_torch, scan, seen_without_spmd
+from .global_scopes import global_axes_at
 from .config import Settings
 from .errors import SPMD_ANNOTATION
 from ..vocab.opclasses import untyped_function

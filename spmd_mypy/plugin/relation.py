@@ -21,7 +21,7 @@ from ..vocab.localtype import AxisType, I, P, R, V
 from ..vocab.spec import Spmd, hidden_obligations, mismatches
 from . import _mypy
 from .carrier import carrier, spmd_of
-from .ops import unknown_in_spmd_file
+from .callsite import unknown_in_spmd_file
 from .errors import SPMD_ARG
 from .guard import default_return, default_signature, guarded
 

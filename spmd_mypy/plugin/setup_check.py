@@ -10,9 +10,7 @@ second, every rebinding is an [assignment] error that names the carrier
 reports one line naming what to add (`SetupProblem`), at the first tensor
 annotation of the first file that uses spmd.
 
-The mypy-internal access here (the module finder, the analyzer's api)
-belongs under plugin/_mypy; it stays in this module until the plugin's
-restructuring has landed.
+mypy's module finder is reached through plugin/_mypy (stub_findable).
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from typing import Any, Optional, Tuple, cast
 from . import _mypy
 from .annotations import mentions_spmd
 from .errors import SPMD_SETUP
+from .guard import STRICT, report_skipped
 
 MISSING_STUB = (
     "spmd-mypy: mypy cannot find the carrier stub package 'spmd_phantom'; install spmd-mypy "
@@ -46,17 +45,16 @@ def problem(options: Any) -> Optional[str]:
 
 
 def stub_found(options: Any) -> bool:
-    """Whether mypy will find `spmd_phantom` (mypy_path, MYPYPATH, the
-    interpreter's sys.path and site-packages, as mypy searches them)."""
+    """Whether mypy will find `spmd_phantom`.  If looking fails, the setup is
+    taken as working (the plugin never takes mypy down), with a note on stderr;
+    in strict mode the failure propagates."""
     try:
-        from mypy.build import default_data_dir
-        from mypy.modulefinder import FindModuleCache, compute_search_paths
-
-        search = compute_search_paths([], options, default_data_dir())
-        found = FindModuleCache(search, None, options).find_module(_mypy.PHANTOM_MODULE)
-    except Exception:  # the plugin never takes mypy down: assume a working setup
+        return _mypy.stub_findable(options, _mypy.PHANTOM_MODULE)
+    except Exception as exc:
+        if STRICT:
+            raise
+        report_skipped(None, stub_found, exc)
         return True
-    return isinstance(found, str)
 
 
 class SetupProblem(_mypy.Plugin):

@@ -14,8 +14,8 @@ from typing import Optional, Sequence, Tuple, Union
 
 from torch import Tensor
 
-from ..vocab.collectives import CollectiveError, Step, plan
-from ..vocab.localtype import AxisType, P, Shard, kind
+from ..vocab.collectives import DEFAULT_SRC, CollectiveError, Step, plan
+from ..vocab.localtype import AxisType, Shard, kind
 from ..vocab.spec import Spmd
 from .autograd import apply_steps
 from .mesh import AxisArg, Comm, resolve_axis
@@ -209,7 +209,7 @@ def _run(
 # -- public functions ------------------------------------------------------------
 
 
-def all_reduce(x: Tensor, axis: AxisArg, *, src: AxisType = P, dst: AxisType) -> Tensor:
+def all_reduce(x: Tensor, axis: AxisArg, *, src: AxisType = DEFAULT_SRC["all_reduce"], dst: AxisType) -> Tensor:
     """Sum a Partial value over the axis: P -> R (backward all_reduce) or P -> I."""
     return _run("all_reduce", x, axis, src, dst)
 
@@ -225,7 +225,7 @@ def all_gather(
 
 
 def reduce_scatter(
-    x: Tensor, axis: AxisArg, *, src: AxisType = P, dst: AxisType, split_sizes: SplitSizes = None
+    x: Tensor, axis: AxisArg, *, src: AxisType = DEFAULT_SRC["reduce_scatter"], dst: AxisType, split_sizes: SplitSizes = None
 ) -> Tensor:
     """Sum a Partial value and keep this rank's piece: dst V unbinds dim 0, S(i) splits dim i.
 

@@ -26,6 +26,7 @@ __all__ = [
     "CollectiveError",
     "COMM_OPS",
     "PUBLIC_OPS",
+    "DEFAULT_SRC",
     "EXPERT_ONLY",
     "plan",
     "backward",
@@ -34,6 +35,8 @@ __all__ = [
 
 COMM_OPS: Final = frozenset({"all_gather", "all_reduce", "reduce_scatter", "all_to_all"})
 PUBLIC_OPS: Final = COMM_OPS | {"reinterpret", "convert", "redistribute"}
+# src= where a call leaves it out: a reduction reduces a P value.
+DEFAULT_SRC: Final[dict[str, AxisType]] = {"all_reduce": P, "reduce_scatter": P}
 
 
 class Step(NamedTuple):

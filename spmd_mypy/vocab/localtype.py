@@ -10,7 +10,7 @@ This module is pure Python: it imports neither torch nor mypy.
 
 from __future__ import annotations
 
-from typing import Final, Union
+from typing import Final, Optional, Union
 
 __all__ = [
     "LocalType",
@@ -24,6 +24,7 @@ __all__ = [
     "BY_LETTER",
     "grad_type",
     "kind",
+    "local_kind",
     "parse_axis_type",
     "normalize_dim",
 ]
@@ -115,6 +116,15 @@ def grad_type(t: AxisType) -> AxisType:
 def kind(t: AxisType) -> str:
     """The letter used to key rule tables: 'R', 'I', 'V', 'P' or 'S'."""
     return "S" if isinstance(t, Shard) else t.letter
+
+
+def local_kind(t: Optional[AxisType]) -> Optional[str]:
+    """The local type a value has on an axis, as a letter: 'R', 'I', 'V' or 'P'
+    (S(i) is V: a shard differs per rank); None for None (no type on the axis).
+    The letter checks compare: a claim of V fits a value that is S(i)."""
+    if t is None:
+        return None
+    return "V" if isinstance(t, Shard) else t.letter
 
 
 def normalize_dim(dim: int, ndim: int) -> int:

@@ -1,8 +1,8 @@
 """The share of typed tensor expressions per file, and the unchecked calls (issue 13, item 3).
 
-Belongs under plugin/_mypy/ (the package another helper is creating now):
-it uses mypy's build API, parse tree and types directly.  The plugin never
-imports this module; `python -m spmd_mypy.coverage PATHS` does.
+It uses mypy's build API, parse tree and types directly, so it lives under
+plugin/_mypy.  The plugin never imports this module; `python -m
+spmd_mypy.coverage PATHS` does.
 
 mypy runs in process with the plugin (the user's config if mypy finds one,
 else the plugin with allow_redefinition), `export_types` on and the trees

@@ -1,0 +1,224 @@
+"""Every use of mypy by the plugin, in one package.
+
+The plugin API is not stable across mypy releases and part of what the plugin
+needs is internal (the analyzer's current file, binding `self`, the two
+checker methods wrapped in calls.py).  Everything that touches mypy lives
+under this package, so a mypy upgrade is its work.  Tested range: see
+pyproject.toml.  The rest of the plugin imports from here only:
+
+  carriers        reading and building carrier types (SpmdTensor[Literal[...]])
+  tensor_types    types that hold tensors: replacing, relaxing, matching
+  expressions     literal values, callee names, source text for hints
+  calls           the checker side of a call: errors, arguments, re-typing
+  analyzer        the semantic analyzer side: lookups, aliases, type spans
+  tree            the stub module's calls in a tree; walking statements
+  route_declared  rewrite pass: returns and annotated assignments
+  wrap_untyped    rewrite pass: calls torch leaves untyped
+  rewrites        when the two passes run (before analysis, or from the analyzer)
+  writes          the value of an attribute write, typed ahead without messages
+"""
+
+from __future__ import annotations
+
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import Context, Expression
+from mypy.plugin import (
+    AnalyzeTypeContext,
+    AttributeContext,
+    FunctionContext,
+    FunctionSigContext,
+    MethodContext,
+    MethodSigContext,
+    Plugin,
+    ReportConfigContext,
+)
+from mypy.types import CallableType, Type
+
+from .analyzer import (
+    alias_holding_carrier,
+    alias_reference,
+    analyzer_lookup,
+    analyzer_path,
+    annotation_spans,
+    default_type,
+    mark_alias_target,
+    module_path,
+    stdlib_modules,
+    stub_findable,
+    type_position,
+)
+from .calls import (
+    autograd_function_forward,
+    call_args,
+    call_context,
+    checker_path,
+    declared_return,
+    error_code,
+    expression_type,
+    fail,
+    fail_past_filters,
+    formal_args,
+    formal_groups,
+    forward_signature,
+    note,
+    recheck,
+    type_context,
+    typed_before,
+    untyped_call,
+)
+from .carriers import (
+    CARRIER,
+    TENSOR,
+    analysis_owner,
+    carried,
+    carrier_in_analyzer,
+    carrier_in_checker,
+    check_owner,
+    is_any,
+    is_python_number,
+    is_tensor,
+    phantom_generic,
+    plain_tensor,
+    plain_tensor_in_analyzer,
+    plain_tensor_like,
+    unknown_carrier,
+)
+from .expressions import (
+    NOT_LITERAL,
+    call_parts,
+    display_items,
+    expr_text,
+    fullname_of,
+    int_value,
+    is_false,
+    is_true,
+    literal_value,
+    operator_sides,
+    str_tuple,
+    str_value,
+)
+from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
+from .tensor_types import (
+    attribute_write_type,
+    callable_of,
+    element_types,
+    has_tensor,
+    has_tensor_deep,
+    list_display_element,
+    relax_tensors,
+    replace_tensors,
+    tensor_pairs,
+    tuple_items,
+    union_alternatives,
+    union_of,
+    with_arg_types,
+    with_signature,
+    with_tuple_items,
+)
+from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
+from .wrap_untyped import wrap_untyped_calls
+from .writes import quietly_typed, written_value
+
+__all__ = [
+    # mypy's own types the plugin names
+    "AnalyzeTypeContext",
+    "AttributeContext",
+    "CallableType",
+    "Context",
+    "ErrorCode",
+    "Expression",
+    "FunctionContext",
+    "FunctionSigContext",
+    "MethodContext",
+    "MethodSigContext",
+    "Plugin",
+    "ReportConfigContext",
+    "Type",
+    # analyzer
+    "alias_holding_carrier",
+    "alias_reference",
+    "analyzer_lookup",
+    "analyzer_path",
+    "annotation_spans",
+    "default_type",
+    "mark_alias_target",
+    "module_path",
+    "stdlib_modules",
+    "stub_findable",
+    "type_position",
+    # calls
+    "autograd_function_forward",
+    "call_args",
+    "call_context",
+    "checker_path",
+    "declared_return",
+    "error_code",
+    "expression_type",
+    "fail",
+    "fail_past_filters",
+    "formal_args",
+    "formal_groups",
+    "forward_signature",
+    "note",
+    "recheck",
+    "type_context",
+    "typed_before",
+    "untyped_call",
+    # carriers
+    "CARRIER",
+    "TENSOR",
+    "analysis_owner",
+    "carried",
+    "carrier_in_analyzer",
+    "carrier_in_checker",
+    "check_owner",
+    "is_any",
+    "is_python_number",
+    "is_tensor",
+    "phantom_generic",
+    "plain_tensor",
+    "plain_tensor_in_analyzer",
+    "plain_tensor_like",
+    "unknown_carrier",
+    # expressions
+    "NOT_LITERAL",
+    "call_parts",
+    "display_items",
+    "expr_text",
+    "fullname_of",
+    "int_value",
+    "is_false",
+    "is_true",
+    "literal_value",
+    "operator_sides",
+    "str_tuple",
+    "str_value",
+    # rewrite passes and the stub's names
+    "route_declared_values",
+    "route_in_analyzer",
+    "routed_in_analyzer",
+    "wrap_untyped_calls",
+    "ASSIGNED",
+    "PHANTOM_MODULE",
+    "RETURNED",
+    "UNTYPED",
+    # tensor_types
+    "attribute_write_type",
+    "callable_of",
+    "element_types",
+    "has_tensor",
+    "has_tensor_deep",
+    "list_display_element",
+    "relax_tensors",
+    "replace_tensors",
+    "tensor_pairs",
+    "tuple_items",
+    "union_alternatives",
+    "union_of",
+    "with_arg_types",
+    "with_signature",
+    "with_tuple_items",
+    # writes
+    "quietly_typed",
+    "written_value",
+]

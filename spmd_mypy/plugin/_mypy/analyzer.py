@@ -1,0 +1,225 @@
+"""The semantic analyzer side: where the file being analysed is, name lookup,
+aliases that hold a carrier, and where a tree writes types
+(annotation_spans)."""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from mypy.nodes import (
+    AssignmentStmt,
+    ClassDef,
+    Decorator,
+    FuncDef,
+    IndexExpr,
+    MemberExpr,
+    MypyFile,
+    NameExpr,
+    OpExpr,
+    OverloadedFuncDef,
+    Statement,
+    StrExpr,
+    TypeAlias,
+    TypeAliasStmt,
+)
+from mypy.plugin import AnalyzeTypeContext
+from mypy.types import CallableType, Instance, TupleType, Type, TypeAliasType, UnionType, get_proper_type
+
+from .tree import sub_blocks
+from .carriers import carried
+from ..positions import Span
+
+
+def analyzer_path(ctx: AnalyzeTypeContext) -> Optional[str]:
+    sem = getattr(ctx.api, "api", None)
+    mod = getattr(sem, "cur_mod_node", None)
+    return getattr(mod, "path", None)
+
+
+def analyzer_lookup(ctx: AnalyzeTypeContext) -> Callable[[str], Optional[str]]:
+    def lookup(name: str) -> Optional[str]:
+        sym = ctx.api.lookup_qualified(name, ctx.context, suppress_errors=True)  # type: ignore[attr-defined]
+        if sym is None:
+            return None
+        node = sym.node
+        return getattr(node, "fullname", None) or sym.fullname
+
+    return lookup
+
+
+def type_position(ctx: AnalyzeTypeContext) -> Tuple[int, int]:
+    return (ctx.type.line, ctx.type.column)
+
+
+def mark_alias_target(ctx: AnalyzeTypeContext) -> None:
+    """Stop mypy from treating `X = Annotated[Tensor, ...]` as an unindexed generic alias."""
+    ctx.type.empty_tuple_index = True
+
+
+def default_type(ctx: AnalyzeTypeContext) -> Type:
+    """mypy's own analysis of the type a type-analyze hook was asked about
+    (which asks for the hook again: the caller makes sure it gets none)."""
+    return ctx.api.analyze_type(ctx.type)
+
+
+def stdlib_modules() -> frozenset:
+    """Top-level modules of typeshed's standard library (mypy will not let a
+    user module shadow one)."""
+    try:
+        from mypy.modulefinder import load_stdlib_py_versions
+
+        return frozenset(m.partition(".")[0] for m in load_stdlib_py_versions(None))
+    except Exception:
+        return frozenset()
+
+
+def module_path(plugin: Any, module: str) -> Optional[str]:
+    modules = getattr(plugin, "_modules", None) or {}
+    tree = modules.get(module)
+    return getattr(tree, "path", None)
+
+
+def alias_holding_carrier(plugin: Any, fullname: str) -> Optional[bool]:
+    """Is `fullname` a non-generic type alias of a type that holds a carrier
+    (`Act = Annotated[Tensor, Spmd(tp=V)]`)?  None: not known yet (its module
+    is not analysed, or its target is not ready)."""
+    return _is_carrier_alias(_node_of(plugin, fullname))
+
+
+def _node_of(plugin: Any, fullname: str) -> Any:
+    try:
+        sym = plugin.lookup_fully_qualified(fullname)
+    except Exception:
+        return None
+    return getattr(sym, "node", None)
+
+
+def _is_carrier_alias(node: Any) -> Optional[bool]:
+    """alias_holding_carrier for the node a name stands for."""
+    if node is None:
+        return None
+    if not isinstance(node, TypeAlias) or node.alias_tvars:
+        return False
+    return _holds_carrier(node.target, 4) or None
+
+
+def _holds_carrier(typ: Type, depth: int) -> bool:
+    """A carrier at the top, in a Union/tuple item or a type argument (bounded:
+    aliases may be recursive)."""
+    if depth < 0:
+        return False
+    p = get_proper_type(typ)
+    if carried(p) is not None:
+        return True
+    if isinstance(p, (UnionType, TupleType)):
+        return any(_holds_carrier(t, depth - 1) for t in p.items)
+    if isinstance(p, Instance):
+        return any(_holds_carrier(t, depth - 1) for t in p.args)
+    return False
+
+
+def alias_reference(plugin: Any, ctx: AnalyzeTypeContext, fullname: str) -> Optional[Type]:
+    """A bare reference to a non-generic alias that holds a carrier; None
+    when `fullname` is no such alias (any more: the daemon re-analyses edits).
+
+    An alias of a carrier itself (`Act = Annotated[Tensor, Spmd(tp=V)]`) is
+    the carrier, as mypy inlines `A = Tensor`: mypy would otherwise expand
+    the alias again wherever it looks at a value of its type (tens of
+    thousands of times in a cold run of the bench codebase, where without
+    the plugin it expands none).  Other aliases stay aliases.  Either way
+    the alias is recorded as used, as mypy does, so the daemon re-checks
+    the users of an edited alias."""
+    node = _node_of(plugin, fullname)
+    if not _is_carrier_alias(node):
+        return None
+    used = getattr(ctx.api, "aliases_used", None)
+    if isinstance(used, set):
+        used.add(fullname)
+    target = node.target
+    if isinstance(target, Instance) and carried(target) is not None:
+        return Instance(target.type, target.args, line=ctx.context.line, column=ctx.context.column)
+    return TypeAliasType(node, [], line=ctx.context.line, column=ctx.context.column)
+
+
+_MAY_BE_TYPE = (IndexExpr, OpExpr, StrExpr, MemberExpr, NameExpr)
+
+
+def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Optional[List[Span]]:
+    """Where the source of `tree` writes types: parameter and return
+    annotations, annotated assignments, values that may be type aliases.
+    None when a position is missing (the caller then parses the file itself).
+    Reads the unanalyzed types and the values as parsed, which semantic
+    analysis leaves in place (the Tensor hook asks during it).  The same walk
+    as annotations._annotation_roots, on mypy's nodes.
+
+    `marked`, sorted line numbers: only statements whose lines include one are
+    walked (the caller wants the types written on those lines; most function
+    bodies then need no walk at all)."""
+    if not isinstance(tree, MypyFile):
+        return None
+    out: List[Span] = []
+
+    def wanted(statements: List[Statement]) -> List[Statement]:
+        if marked is None:
+            return statements
+        return [st for st in statements if _touches(st, marked)]
+
+    def add(node: Any) -> bool:
+        end_line, end_column = node.end_line, node.end_column
+        if node.line < 1:
+            return True  # not written (an unannotated parameter)
+        if end_line is None or end_column is None:
+            return False
+        out.append((node.line, node.column, end_line, end_column))
+        return True
+
+    stack: List[Statement] = list(reversed(wanted(tree.defs)))
+    while stack:
+        st = stack.pop()
+        if isinstance(st, Decorator):
+            st = st.func
+        if isinstance(st, OverloadedFuncDef):
+            stack.extend(reversed([*st.items, *([st.impl] if st.impl is not None else [])]))
+        elif isinstance(st, FuncDef):
+            sig = st.unanalyzed_type
+            if isinstance(sig, CallableType):
+                for t in (*sig.arg_types, sig.ret_type):
+                    if not add(t):
+                        return None
+            stack.extend(reversed(wanted(st.body.body)))
+        elif isinstance(st, ClassDef):
+            stack.extend(reversed(wanted(st.defs.body)))
+        elif isinstance(st, AssignmentStmt):
+            if st.unanalyzed_type is not None and not add(st.unanalyzed_type):
+                return None
+            if isinstance(st.rvalue, _MAY_BE_TYPE) and not add(st.rvalue):
+                return None
+        elif isinstance(st, TypeAliasStmt):
+            return None  # `type X = ...`: rare; the caller parses the file
+        else:
+            for block in sub_blocks(stmt=st):
+                stack.extend(reversed(wanted(block.body)))
+    return out
+
+
+def _touches(st: Statement, marked: Sequence[int]) -> bool:
+    """Whether the statement's lines include a marked line (unknown end: yes)."""
+    first, last = st.line, st.end_line
+    if isinstance(st, Decorator):
+        first = min([first, st.func.line, *(d.line for d in st.decorators)])
+        last = st.func.end_line if last is None else max(last, st.func.end_line or last)
+    if last is None or first < 1:
+        return True
+    i = bisect.bisect_left(marked, first)
+    return i < len(marked) and marked[i] <= last
+
+
+def stub_findable(options: Any, module: str) -> bool:
+    """Whether mypy will find `module` (mypy_path, MYPYPATH, the interpreter's
+    sys.path and site-packages, as mypy searches them)."""
+    from mypy.build import default_data_dir
+    from mypy.modulefinder import FindModuleCache, compute_search_paths
+
+    search = compute_search_paths([], options, default_data_dir())
+    return isinstance(FindModuleCache(search, None, options).find_module(module), str)

@@ -1,0 +1,185 @@
+"""The checker side of a call: reporting errors, a hook context's actual and
+formal arguments, the signatures calls are routed to (Module.forward,
+Function.forward), and typing an expression again."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import CallExpr, Context, Expression, RefExpr, TypeInfo
+from mypy.plugin import FunctionContext
+from mypy.typeops import bind_self
+from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, get_proper_type
+
+
+def error_code(code: str, description: str) -> ErrorCode:
+    return ErrorCode(code, description, "SPMD")
+
+
+def fail(api: Any, msg: str, context: Context, code: ErrorCode) -> None:
+    api.fail(msg, context, code=code)
+
+
+def note(api: Any, msg: str, context: Context, code: ErrorCode) -> bool:
+    """A note at `context` through the checker's or the type analyzer's api;
+    False when `api` can take none."""
+    method = getattr(api, "note", None)
+    if method is None:
+        return False
+    method(msg, context, code=code)
+    return True
+
+
+def fail_past_filters(api: Any, msg: str, context: Context, code: ErrorCode) -> None:
+    """Report an error that mypy's active error filters would swallow.
+
+    mypy checks a reflected operator method with errors filtered and turns any
+    error there into "Unsupported operand types" [operator]; the SPMD error is
+    the one the user needs, and the operator itself is fine."""
+    errors = api.msg.errors
+    saved = errors._watchers
+    errors._watchers = []
+    try:
+        api.fail(msg, context, code=code)
+    finally:
+        errors._watchers = saved
+
+
+def checker_path(api: Any) -> Optional[str]:
+    """The file the checker is checking now."""
+    return getattr(api, "path", None)
+
+
+def formal_groups(ctx: Any) -> List[Tuple[Optional[str], List[Expression], List[Type]]]:
+    """(parameter name, actual expressions, their types) per formal of the callee."""
+    names = getattr(ctx, "callee_arg_names", None) or [None] * len(ctx.args)
+    return list(zip(names, ctx.args, ctx.arg_types))
+
+
+def call_args(ctx: Any) -> Tuple[Tuple[Optional[str], Expression, Type], ...]:
+    """Flatten a Function/MethodContext's actual arguments: (name, expr, type).
+    Kept for the last context (a hook asks several times per call)."""
+    last = _LAST_CALL_ARGS
+    if last[0] is ctx:
+        return last[1]
+    out: List[Tuple[Optional[str], Expression, Type]] = []
+    for names, exprs, types in zip(ctx.arg_names, ctx.args, ctx.arg_types):
+        out.extend(zip(names, exprs, types))
+    last[0], last[1] = ctx, tuple(out)
+    return last[1]
+
+
+_LAST_CALL_ARGS: List[Any] = [None, ()]
+
+
+def formal_args(ctx: Any, formal: str) -> List[Tuple[Expression, Type]]:
+    """The actual arguments bound to the callee's parameter named `formal`."""
+    try:
+        i = ctx.callee_arg_names.index(formal)
+    except (AttributeError, ValueError):
+        return []
+    return list(zip(ctx.args[i], ctx.arg_types[i]))
+
+
+def forward_signature(ctx: Any) -> Optional[CallableType]:
+    """The bound signature of `forward` of the nn.Module subclass being called
+    (the first item if forward is overloaded)."""
+    receiver = get_proper_type(ctx.type)
+    if not isinstance(receiver, Instance):
+        return None
+    info: TypeInfo = receiver.type
+    if not info.has_base("torch.nn.modules.module.Module"):
+        return None
+    for base in info.mro:
+        if base.fullname == "torch.nn.modules.module.Module":
+            return None  # forward is not overridden below Module
+        node = base.names.get("forward")
+        if node is not None:
+            sig = get_proper_type(getattr(node.node, "type", None))
+            if isinstance(sig, FunctionLike):
+                bound = bind_self(sig, receiver)
+                return bound.items[0] if bound.items else None
+            return None
+    return None
+
+
+def autograd_function_forward(ctx: Any) -> Optional[CallableType]:
+    """For `Fn.apply(...)` on a torch.autograd.Function subclass: its static
+    `forward` without the leading ctx parameter."""
+    p = get_proper_type(ctx.type)
+    info: Optional[TypeInfo] = None
+    if isinstance(p, FunctionLike) and p.is_type_obj():
+        info = p.type_object()
+    elif isinstance(p, TypeType) and isinstance(p.item, Instance):
+        info = p.item.type
+    if info is None or not info.has_base("torch.autograd.function.Function"):
+        return None
+    for base in info.mro:
+        if base.fullname.startswith("torch."):
+            return None  # forward not declared by the user
+        node = base.names.get("forward")
+        if node is not None:
+            sig = get_proper_type(getattr(node.node, "type", None))
+            if isinstance(sig, CallableType) and sig.arg_types:
+                return sig.copy_modified(
+                    arg_types=sig.arg_types[1:],
+                    arg_kinds=sig.arg_kinds[1:],
+                    arg_names=sig.arg_names[1:],
+                )
+            return None
+    return None
+
+
+def typed_before(api: Any, expr: Expression) -> Type:
+    """The type the checker gave `expr` already (typed again if it has none)."""
+    found = api.lookup_type_or_none(expr)
+    return found if found is not None else expression_type(api, expr)
+
+
+def expression_type(api: Any, expr: Expression) -> Type:
+    return api.get_expression_type(expr)
+
+
+def type_context(api: Any) -> Optional[Type]:
+    """The type the checker expects of the expression being checked."""
+    stack = api.expr_checker.type_context
+    return stack[-1] if stack else None
+
+
+def declared_return(api: Any) -> Optional[Type]:
+    """The declared return type of the function being checked.  (The type
+    context is not enough: mypy retries a returned call without context.)"""
+    stack = api.return_types
+    return stack[-1] if stack else None
+
+
+def recheck(api: Any, expr: Expression, context: Optional[Type]) -> Type:
+    """Type `expr` again, in the context mypy would have given it."""
+    return api.expr_checker.accept(expr, context)
+
+
+def call_context(api: Any, call: CallExpr, default_return: Type) -> FunctionContext:
+    """A FunctionContext for a call whose callee mypy could not type: one group
+    per actual argument, named by its keyword, typed as the checker typed it."""
+    types = [typed_before(api, a) for a in call.args]
+    return FunctionContext(
+        arg_types=[[t] for t in types],
+        arg_kinds=[[k] for k in call.arg_kinds],
+        callee_arg_names=list(call.arg_names),
+        arg_names=[[n] for n in call.arg_names],
+        default_return_type=default_return,
+        args=[[a] for a in call.args],
+        context=call,
+        api=api,
+    )
+
+
+def untyped_call(ctx: Any) -> Optional[Tuple[str, CallExpr]]:
+    """(fullname of the real callee, the real call) in the hook of the wrapper."""
+    if len(ctx.args) != 1 or len(ctx.args[0]) != 1:
+        return None
+    inner = ctx.args[0][0]
+    if not isinstance(inner, CallExpr) or not isinstance(inner.callee, RefExpr):
+        return None
+    return inner.callee.fullname, inner

@@ -1,0 +1,182 @@
+"""Reading and building carrier types.
+
+A tensor whose SPMD type is T has the mypy type
+`spmd_phantom.SpmdTensor[Literal["<canonical T>"]]` (stubs/torch-spmd).  This
+module reads the canonical string back (`carried`), builds carriers in the
+analyzer and the checker, and the plain Tensor and phantom generics hooks
+hand back."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from mypy.nodes import TypeInfo
+from mypy.plugin import AnalyzeTypeContext
+from mypy.types import (
+    AnyType,
+    Instance,
+    LiteralType,
+    ProperType,
+    Type,
+    TypeAliasType,
+    TypeOfAny,
+    get_proper_type,
+)
+
+from .tree import PHANTOM_MODULE
+
+
+CARRIER = f"{PHANTOM_MODULE}.SpmdTensor"
+TENSOR = "torch._tensor.Tensor"
+
+
+def _target(typ: Type) -> ProperType:
+    """get_proper_type for reading only: an alias without parameters is its
+    target itself, where mypy would copy the target on every expansion (the
+    aliases users write for annotated tensors are read thousands of times)."""
+    while isinstance(typ, TypeAliasType) and not typ.args and typ.alias is not None and not typ.alias.alias_tvars:
+        typ = typ.alias.target
+    return get_proper_type(typ)
+
+
+def carried(typ: Optional[Type]) -> Optional[str]:
+    """The canonical SPMD string a carrier type holds, else None."""
+    if typ is None:
+        return None
+    p = _target(typ)
+    if isinstance(p, Instance) and p.type.fullname == CARRIER and p.args:
+        arg = get_proper_type(p.args[0])
+        if isinstance(arg, LiteralType) and isinstance(arg.value, str):
+            return arg.value
+    return None
+
+
+def is_tensor(typ: Optional[Type]) -> bool:
+    """A torch Tensor (carrier or plain)."""
+    if typ is None:
+        return False
+    p = _target(typ)
+    return isinstance(p, Instance) and p.type.has_base(TENSOR)
+
+
+def is_any(typ: Optional[Type]) -> bool:
+    return typ is not None and isinstance(get_proper_type(typ), AnyType)
+
+
+def is_python_number(typ: Optional[Type]) -> bool:
+    if typ is None:
+        return False
+    p = get_proper_type(typ)
+    if isinstance(p, LiteralType):
+        p = p.fallback
+    return isinstance(p, Instance) and p.type.fullname in (
+        "builtins.int",
+        "builtins.float",
+        "builtins.bool",
+        "builtins.complex",
+    )
+
+
+class _Infos:
+    """The classes hooks build types from (str, the carrier, Tensor), looked
+    up once per owner -- one check pass or one analysed tree, see
+    check_owner / analysis_owner -- instead of once per type built: the
+    checker builds a carrier for every typed op and the analyzer a Tensor for
+    every annotation."""
+
+    __slots__ = ("owner", "str", "carrier", "tensor", "carriers")
+
+    def __init__(self) -> None:
+        self.owner: object = None
+        self.str: Any = None
+        self.carrier: Any = None
+        self.tensor: Any = None
+        # canonical string -> its carrier type, built once per owner (mypy's
+        # types are values: the checker shares them between expressions too)
+        self.carriers: Dict[str, Type] = {}
+
+
+_CHECKER_INFOS = _Infos()
+_ANALYZER_INFOS = _Infos()
+
+
+def _checker_infos(api: Any) -> _Infos:
+    infos, owner = _CHECKER_INFOS, check_owner(api)
+    if owner is None or owner is not infos.owner:
+        infos.owner = None  # stays unset if a lookup fails
+        infos.str = api.named_generic_type("builtins.str", []).type
+        infos.carrier = api.named_generic_type(CARRIER, [AnyType(TypeOfAny.special_form)]).type
+        infos.carriers = {}
+        infos.owner = owner
+    return infos
+
+
+def check_owner(api: Any) -> object:
+    """An object that lives for one check pass over one file: the checker's
+    scope, made anew per file and on every daemon recheck (TypeChecker.reset)."""
+    return getattr(api, "scope", None)
+
+
+def analysis_owner(ctx: AnalyzeTypeContext) -> object:
+    """An object that lives for one parse of one file: the analyzer's tree."""
+    return getattr(getattr(ctx.api, "api", None), "cur_mod_node", None)
+
+
+def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
+    api = ctx.api
+    literal = LiteralType(canonical, fallback=api.named_type("builtins.str", []))
+    return api.named_type(CARRIER, [literal])
+
+
+def carrier_in_checker(api: Any, canonical: str) -> Type:
+    infos = _checker_infos(api)
+    made = infos.carriers.get(canonical)
+    if made is None:
+        literal = LiteralType(canonical, fallback=Instance(infos.str, []))
+        made = infos.carriers[canonical] = Instance(infos.carrier, [literal])
+    return made
+
+
+def plain_tensor_in_analyzer(ctx: AnalyzeTypeContext, owner: object = None) -> Type:
+    """A plain Tensor; `owner` is analysis_owner(ctx) when the caller has it."""
+    infos = _ANALYZER_INFOS
+    if owner is None:
+        owner = analysis_owner(ctx)
+    if owner is None or owner is not infos.owner:
+        infos.owner = None
+        infos.tensor = get_proper_type(ctx.api.named_type(TENSOR, [])).type  # type: ignore[attr-defined]
+        infos.owner = owner
+    return Instance(infos.tensor, [])
+
+
+def unknown_carrier(api: Any) -> Type:
+    """SpmdTensor[Any]: a tensor of unknown SPMD type that fits any annotation."""
+    return Instance(_checker_infos(api).carrier, [AnyType(TypeOfAny.special_form)])
+
+
+def plain_tensor_like(carrier: Type) -> Type:
+    """The plain Tensor a carrier type derives from (found in its MRO)."""
+    p = get_proper_type(carrier)
+    if isinstance(p, Instance):
+        for base in p.type.mro:
+            if base.fullname == TENSOR:
+                return Instance(base, [])
+    return carrier
+
+
+def _class(api: Any, fullname: str) -> Optional[TypeInfo]:
+    module, _, name = fullname.rpartition(".")
+    tree = api.modules.get(module)
+    sym = tree.names.get(name) if tree is not None else None
+    return sym.node if sym is not None and isinstance(sym.node, TypeInfo) else None
+
+
+def plain_tensor(api: Any) -> Type:
+    info = _class(api, TENSOR)
+    return Instance(info, []) if info is not None else AnyType(TypeOfAny.special_form)
+
+
+def phantom_generic(api: Any, name: str, arg: Type) -> Optional[Type]:
+    """spmd_phantom.<name>[arg], or None if the stub has no such class."""
+    info = _class(api, f"{PHANTOM_MODULE}.{name}")
+    return Instance(info, [arg]) if info is not None else None

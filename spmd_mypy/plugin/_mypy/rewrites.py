@@ -1,0 +1,119 @@
+"""When the rewrite passes run: before semantic analysis, or from the analyzer.
+
+route_declared_values rewrites a whole tree when mypy asks for its extra
+dependencies (get_additional_deps, before analysis); route_in_analyzer does
+the same from a type-analyze hook for a tree mypy parsed without asking.
+Both put the stub module in the tree first, and record what they routed, so
+each tree and each function is rewritten once."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from mypy.nodes import (
+    GDEF,
+    Decorator,
+    ExpressionStmt,
+    FuncDef,
+    Import,
+    ImportFrom,
+    MypyFile,
+    OverloadedFuncDef,
+    Statement,
+    StrExpr,
+    SymbolTableNode,
+)
+from mypy.plugin import AnalyzeTypeContext
+
+from .route_declared import route_declared
+from .tree import PHANTOM_ALIAS, PHANTOM_MODULE, functions_of
+from .wrap_untyped import wrap_untyped_calls
+
+
+def _leads_module(stmt: Statement) -> bool:
+    """A docstring or a __future__ import: they stay first."""
+    if isinstance(stmt, ExpressionStmt):
+        return isinstance(stmt.expr, StrExpr)
+    return isinstance(stmt, ImportFrom) and stmt.id == "__future__"
+
+
+def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[str]]] = None) -> None:
+    """Rewrite returns and annotated assignments of `tree` (route_declared), and,
+    given `untyped`, the calls whose callee it names (wrap_untyped_calls).
+
+    The import of the stub goes in first, so that a rewrite interrupted by an
+    unexpected node never leaves a call to an unbound name."""
+    if not isinstance(tree, MypyFile) or tree.is_stub or not tree.defs:
+        return
+    if not any(isinstance(d, Import) and (PHANTOM_MODULE, PHANTOM_ALIAS) in d.ids for d in tree.defs):
+        imp = Import([(PHANTOM_MODULE, PHANTOM_ALIAS)])
+        at = 0
+        while at < len(tree.defs) and _leads_module(tree.defs[at]):
+            at += 1
+        imp.set_line(tree.defs[at].line if at < len(tree.defs) else 1, 0)
+        imp.is_top_level = True
+        tree.defs.insert(at, imp)
+        tree.imports.append(imp)
+    route_declared(tree.defs)
+    if untyped is not None:
+        wrap_untyped_calls(tree, tree, untyped)
+    _ROUTED[tree.path] = (tree, None)
+
+
+def routed_in_analyzer(ctx: AnalyzeTypeContext) -> bool:
+    """Whether the tree being analysed is routed whole already (route_in_analyzer
+    has nothing to do): the check before any other work, as hooks fire per Tensor."""
+    return _routed_whole(getattr(getattr(ctx.api, "api", None), "cur_mod_node", None))
+
+
+def _routed_whole(tree: object) -> bool:
+    done = _ROUTED.get(getattr(tree, "path", ""))
+    return done is not None and done[0] is tree and done[1] is None
+
+
+def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str], Optional[str]]] = None) -> None:
+    """The same rewrite, from a type-analyze hook during semantic analysis.
+
+    mypy parses a cached module that turned stale (a dependency's interface
+    changed) without calling get_additional_deps, so this is the only
+    chance there.  Only code whose body is not analysed yet is rewritten:
+    every function during the module's top-level pass (function bodies are
+    analysed after it), else the function whose signature is being analysed.
+    The stub module is bound in the module's names, as the import would.
+    Each tree and function is walked once (the hooks fire per Tensor)."""
+    sem = getattr(ctx.api, "api", None)
+    tree = getattr(sem, "cur_mod_node", None)
+    if sem is None or not isinstance(tree, MypyFile) or tree.is_stub:
+        return
+    if _routed_whole(tree):
+        return  # the whole tree is routed already
+    if PHANTOM_ALIAS not in tree.names:
+        phantom = sem.modules.get(PHANTOM_MODULE)
+        if phantom is None:
+            return
+        tree.names[PHANTOM_ALIAS] = SymbolTableNode(GDEF, phantom, module_public=False)
+    if not sem.recurse_into_functions:
+        route_declared(tree.defs)
+        if untyped is not None:  # function bodies only: the top level is analysed
+            for func in functions_of(tree.defs):
+                wrap_untyped_calls(tree, func.body, untyped)
+        _ROUTED[tree.path] = (tree, None)
+        return
+    stmt = sem.statement
+    if not isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
+        return
+    done = _ROUTED.get(tree.path)
+    if done is None or done[0] is not tree:
+        done = _ROUTED[tree.path] = (tree, set())
+    funcs = done[1]
+    if funcs is not None and id(stmt) not in funcs:
+        funcs.add(id(stmt))
+        route_declared([stmt])
+        if untyped is not None:
+            for func in functions_of([stmt]):
+                wrap_untyped_calls(tree, func.body, untyped)
+
+
+# path -> (the tree last routed, None when all of it is, else the ids of the
+# functions routed one by one).  Holding the tree keeps those ids valid.
+_ROUTED: Dict[str, Tuple[Any, Optional[set]]] = {}

@@ -1,0 +1,95 @@
+"""Rewrite pass: declared values -- returns and annotated assignments.
+
+mypy checks `return e` and `y: T = e` itself, by equality of carriers, and
+offers no plugin hook there.  Before semantic analysis the plugin rewrites
+those statements of a file that uses spmd, when the declared type may hold
+a tensor, into `return <RETURNED>(e)` / `y: T = <ASSIGNED>(e)`: calls of two
+stub functions whose function hooks compare per axis and then hand mypy the
+declared type.
+
+Entry point: route_declared(statements).  Module-level assignments are left
+to mypy (see _route_block).  Idempotent: a value that is a stub call already
+is left as it is (mypy may reuse a parsed tree).  When the pass runs, and the
+import of the stub it needs, is rewrites.py's work."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from mypy.nodes import AssignmentStmt, ClassDef, Decorator, FuncDef, NameExpr, OverloadedFuncDef, ReturnStmt, Statement
+from mypy.types import CallableType, Type
+
+from .tree import ASSIGNED, RETURNED, sub_blocks, wrap_in_phantom
+
+
+_NOT_TENSOR_NAMES = frozenset(
+    "None int float str bool bytes complex object Any dict list tuple set frozenset type "
+    "Dict List Tuple Set FrozenSet Type Optional Union Literal Callable Iterator Iterable "
+    "Generator AsyncIterator AsyncGenerator Awaitable Coroutine Sequence Mapping "
+    "MutableMapping MutableSequence Self NoReturn Never TypeGuard TypeIs ClassVar Final TypeAlias "
+    "typing builtins collections abc".split()
+)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def _may_hold_tensor(annotation: Optional[Type]) -> bool:
+    """Syntactic test on an unanalysed annotation: False when every name in it
+    is a builtin or typing name that cannot hold a tensor."""
+    if annotation is None:
+        return False
+    names = set(_IDENT.findall(str(annotation)))
+    return not names <= _NOT_TENSOR_NAMES
+
+
+def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool) -> None:
+    """Wrap the returns (if `wrap_returns`) and, inside functions, the annotated
+    assignments of `stmts`; recurse into nested statements and definitions.
+    Module-level assignments are left to mypy: the module's top level may be
+    analysed before any hook could rewrite it (see rewrites.route_in_analyzer)."""
+    for stmt in stmts:
+        if isinstance(stmt, ReturnStmt):
+            if wrap_returns and stmt.expr is not None:
+                stmt.expr = wrap_in_phantom(stmt.expr, RETURNED)
+        elif isinstance(stmt, AssignmentStmt):
+            if (
+                in_function
+                and len(stmt.lvalues) == 1
+                and isinstance(stmt.lvalues[0], NameExpr)
+                and stmt.unanalyzed_type is not None
+                and not stmt.is_final_def
+                and _may_hold_tensor(stmt.unanalyzed_type)
+                and type(stmt.rvalue).__name__ != "TempNode"  # `y: T` without a value
+            ):
+                stmt.rvalue = wrap_in_phantom(stmt.rvalue, ASSIGNED)
+        elif isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
+            _route_function(stmt)
+        elif isinstance(stmt, ClassDef):
+            for inner in stmt.defs.body:  # class-body assignments are attributes
+                if isinstance(inner, (FuncDef, Decorator, OverloadedFuncDef, ClassDef)):
+                    _route_block([inner], False, False)
+        else:
+            for block in sub_blocks(stmt):
+                _route_block(block.body, wrap_returns, in_function)
+
+
+def _route_function(node: Statement) -> None:
+    if isinstance(node, OverloadedFuncDef):
+        parts: List[Statement] = list(node.items)
+        if node.impl is not None:
+            parts.append(node.impl)
+        for part in parts:
+            _route_function(part)
+        return
+    func = node.func if isinstance(node, Decorator) else node
+    if not isinstance(func, FuncDef):
+        return
+    sig = func.unanalyzed_type
+    ret = sig.ret_type if isinstance(sig, CallableType) else None
+    wrap = _may_hold_tensor(ret) and not func.is_generator and not func.is_coroutine
+    _route_block(func.body.body, wrap, True)
+
+
+def route_declared(stmts: List[Statement]) -> None:
+    """Wrap the declared values in `stmts` (a module's, or one definition)."""
+    _route_block(stmts, False, False)

@@ -1,0 +1,235 @@
+"""Types that hold tensors: walking, replacing, relaxing and matching them,
+and the signatures and tuples hooks rebuild."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, List, Optional, Tuple
+
+from mypy.nodes import Expression, ListExpr, TypeInfo, Var
+from mypy.subtypes import is_subtype
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    NoneType,
+    TupleType,
+    Type,
+    UninhabitedType,
+    UnionType,
+    get_proper_type,
+)
+
+from .carriers import CARRIER, carried, is_tensor, plain_tensor_like
+
+
+def union_alternatives(typ: Optional[Type]) -> Optional[List[Type]]:
+    """The items of a Union whose items are all tensors, else None."""
+    if typ is None:
+        return None
+    p = get_proper_type(typ)
+    if isinstance(p, UnionType) and p.items and all(is_tensor(t) for t in p.items):
+        return list(p.items)
+    return None
+
+
+def replace_tensors(typ: Type, new: Type) -> Type:
+    """typ with every Tensor in it (top level, tuple items, list/tuple args) replaced."""
+    p = get_proper_type(typ)
+    if is_tensor(p):
+        return new
+    if isinstance(p, TupleType):
+        return p.copy_modified(items=[replace_tensors(t, new) for t in p.items])
+    if isinstance(p, UnionType):  # Optional[Tensor], e.g. .grad
+        return UnionType([replace_tensors(t, new) for t in p.items], p.line, p.column)
+    if isinstance(p, Instance) and p.args and p.type.fullname in (
+        "builtins.tuple",
+        "builtins.list",
+    ):
+        return p.copy_modified(args=[replace_tensors(t, new) for t in p.args])
+    return typ
+
+
+def has_tensor(typ: Type) -> bool:
+    p = get_proper_type(typ)
+    if is_tensor(p):
+        return True
+    if isinstance(p, (TupleType, UnionType)):
+        return any(has_tensor(t) for t in p.items)
+    if isinstance(p, Instance) and p.type.fullname in ("builtins.tuple", "builtins.list"):
+        return any(has_tensor(t) for t in p.args)
+    return False
+
+
+def has_tensor_deep(typ: Type) -> bool:
+    p = get_proper_type(typ)
+    if is_tensor(p):
+        return True
+    if isinstance(p, (UnionType, TupleType)):
+        return any(has_tensor_deep(t) for t in p.items)
+    if isinstance(p, Instance):
+        return any(has_tensor_deep(t) for t in p.args)
+    return False
+
+
+def element_types(typ: Type) -> List[Type]:
+    """The tensor types a parameter or value holds: itself, Optional's item,
+    list/tuple/Sequence elements, dict values."""
+    p = get_proper_type(typ)
+    if is_tensor(p):
+        return [p]
+    if isinstance(p, (UnionType, TupleType)):
+        return [e for t in p.items for e in element_types(t)]
+    if isinstance(p, Instance) and p.args:
+        return [e for t in p.args[-1:] for e in element_types(t)]
+    return []
+
+
+_COVARIANT = {"builtins.list": "typing.Sequence", "builtins.dict": "typing.Mapping"}
+
+
+def relax_tensors(api: Any, typ: Type) -> Type:
+    """typ with every carrier made a plain Tensor and every list/dict of tensors made
+    a Sequence/Mapping (lists are invariant: list[SpmdTensor[...]] is no list[Tensor])."""
+    p = get_proper_type(typ)
+    if carried(p) is not None or (isinstance(p, Instance) and p.type.fullname == CARRIER):
+        return plain_tensor_like(p)
+    if isinstance(p, UnionType):
+        return UnionType([relax_tensors(api, t) for t in p.items], p.line, p.column)
+    if isinstance(p, TupleType):
+        return p.copy_modified(items=[relax_tensors(api, t) for t in p.items])
+    if isinstance(p, Instance) and p.args and has_tensor_deep(p):
+        args = [relax_tensors(api, t) for t in p.args]
+        target = _COVARIANT.get(p.type.fullname)
+        if target is not None:
+            return api.named_generic_type(target, args)
+        return p.copy_modified(args=args)
+    return typ
+
+
+def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
+    """Match a value's type against a declared type that holds tensors.
+
+    Returns the (got, declared) pairs of tensors at the same place (top level,
+    tuple items, type arguments of the same class, the tensor alternative of a
+    declared Union, every alternative of a value from two branches), or None
+    when the two do not line up or a non-tensor part does not fit; mypy then
+    checks the value itself.
+    """
+    g, w = get_proper_type(got), get_proper_type(want)
+    if isinstance(g, (AnyType, UninhabitedType)):
+        return []
+    if isinstance(g, UnionType) and (is_tensor(w) or isinstance(w, UnionType)):
+        return _all_pairs((item, w) for item in g.items)  # each branch must fit
+    if is_tensor(w):
+        return [(g, w)] if is_tensor(g) else None
+    if isinstance(w, UnionType):
+        for item in w.items:
+            sub = tensor_pairs(g, item)
+            if sub is not None:
+                return sub
+        return None
+    if isinstance(w, TupleType):
+        if not isinstance(g, TupleType) or len(g.items) != len(w.items):
+            return None
+        return _all_pairs(zip(g.items, w.items))
+    if isinstance(w, Instance) and w.args and has_tensor_deep(w):
+        if isinstance(g, TupleType) and w.type.fullname == "builtins.tuple":
+            return _all_pairs((item, w.args[0]) for item in g.items)
+        if not isinstance(g, Instance) or g.type is not w.type or len(g.args) != len(w.args):
+            return None
+        return _all_pairs(zip(g.args, w.args))
+    return [] if is_subtype(g, w) else None
+
+
+def _all_pairs(parts: Iterable[Tuple[Type, Type]]) -> Optional[List[Tuple[Type, Type]]]:
+    """tensor_pairs of every (got, declared) part, joined; None if one does not line up."""
+    out: List[Tuple[Type, Type]] = []
+    for g, w in parts:
+        sub = tensor_pairs(g, w)
+        if sub is None:
+            return None
+        out += sub
+    return out
+
+
+def union_of(types: List[Type]) -> Type:
+    """One type, or the Union of several (alternatives of a value from branches)."""
+    return types[0] if len(types) == 1 else UnionType(types)
+
+
+def list_display_element(expr: Expression, declared: Type) -> Optional[Tuple[List[Expression], Type]]:
+    """For `[a, b]` returned or assigned where a list of tensors is declared:
+    the items and the declared element type (their join would lose types)."""
+    p = get_proper_type(declared)
+    if isinstance(p, UnionType):
+        found = [list_display_element(expr, t) for t in p.items]
+        found = [f for f in found if f is not None]
+        return found[0] if len(found) == 1 else None
+    if (
+        isinstance(expr, ListExpr)
+        and isinstance(p, Instance)
+        and len(p.args) == 1
+        and has_tensor_deep(p.args[0])
+    ):
+        return list(expr.items), p.args[0]
+    return None
+
+
+def callable_of(typ: Optional[Type]) -> Optional[CallableType]:
+    """The callable a type is (a function's type), else None."""
+    p = get_proper_type(typ) if typ is not None else None
+    return p if isinstance(p, CallableType) else None
+
+
+def with_signature(sig: CallableType, arg_types: List[Type], ret_type: Type) -> CallableType:
+    return sig.copy_modified(arg_types=arg_types, ret_type=ret_type)
+
+
+def with_arg_types(sig: CallableType, arg_types: List[Type]) -> CallableType:
+    return sig.copy_modified(arg_types=arg_types)
+
+
+def tuple_items(typ: Type) -> Optional[List[Type]]:
+    """The items of a tuple type, else None."""
+    p = get_proper_type(typ)
+    return list(p.items) if isinstance(p, TupleType) else None
+
+
+def with_tuple_items(typ: Type, items: List[Type]) -> Type:
+    p = get_proper_type(typ)
+    return p.copy_modified(items=items) if isinstance(p, TupleType) else typ
+
+
+def attribute_write_type(ctx: Any, name: str) -> Optional[Type]:
+    """What a write to attribute `name` accepts (an attribute hook's context),
+    when it is declared in a class body, the class is no record (dataclass,
+    attrs, NamedTuple, TypedDict, Protocol) and the declared type is a
+    carrier or an Optional carrier: the same with a plain Tensor in the
+    carrier's place, so `self.w = nn.Parameter(...)` checks.  None otherwise
+    (the declared type stands).  Reads keep the carrier."""
+    declared = get_proper_type(ctx.default_attr_type)
+    optional = isinstance(declared, UnionType) and len(declared.items) == 2
+    if optional:
+        items = [get_proper_type(t) for t in declared.items]
+        if not any(isinstance(t, NoneType) for t in items):
+            return None
+        declared = next(t for t in items if not isinstance(t, NoneType))
+    if carried(declared) is None:
+        return None
+    owner = get_proper_type(ctx.type)
+    sym = owner.type.get(name) if isinstance(owner, Instance) else None
+    var = getattr(sym, "node", None)
+    if sym is None or sym.implicit or not isinstance(var, Var) or var.info is None or _record(var.info):
+        return None
+    return relax_tensors(ctx.api, ctx.default_attr_type)
+
+
+def _record(info: TypeInfo) -> bool:
+    """A class whose annotated attributes are fields of a value, not state."""
+    return bool(
+        info.is_named_tuple
+        or info.typeddict_type is not None
+        or info.is_protocol
+        or "dataclass" in info.metadata
+        or "attrs" in info.metadata
+    )

@@ -1,0 +1,96 @@
+"""The stub module `spmd_phantom` in checked trees, and walking statements.
+
+The rewrite passes (route_declared, wrap_untyped) turn expressions into calls
+of the stub's functions, `_spmd_phantom_.<name>(e)`; this module makes and
+recognises those calls, and lists the blocks and functions of a statement
+list for every pass that walks one."""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Optional
+
+from mypy.nodes import (
+    ARG_POS,
+    Block,
+    CallExpr,
+    ClassDef,
+    Decorator,
+    Expression,
+    ForStmt,
+    FuncDef,
+    IfStmt,
+    MatchStmt,
+    MemberExpr,
+    NameExpr,
+    OverloadedFuncDef,
+    Statement,
+    TryStmt,
+    WhileStmt,
+    WithStmt,
+)
+
+
+PHANTOM_MODULE = "spmd_phantom"
+PHANTOM_ALIAS = "_spmd_phantom_"  # the name a rewritten tree binds the stub module to
+RETURNED = f"{PHANTOM_MODULE}.returned"  # route_declared: `return e`
+ASSIGNED = f"{PHANTOM_MODULE}.assigned"  # route_declared: `y: T = e`
+UNTYPED = f"{PHANTOM_MODULE}.untyped"  # wrap_untyped: calls torch leaves untyped
+
+
+def is_phantom_call(expr: Expression, callee: Optional[str] = None) -> bool:
+    """A call the rewrite made: of the stub module's `callee` (any function if None)."""
+    func = expr.callee if isinstance(expr, CallExpr) else None
+    return (
+        isinstance(func, MemberExpr)
+        and isinstance(func.expr, NameExpr)
+        and func.expr.name == PHANTOM_ALIAS
+        and (callee is None or func.name == callee.rsplit(".", 1)[1])
+    )
+
+
+def is_untyped_wrapper(expr: Expression) -> bool:
+    return is_phantom_call(expr, UNTYPED)
+
+
+def wrap_in_phantom(expr: Expression, callee: str) -> Expression:
+    if is_phantom_call(expr):
+        return expr  # already rewritten
+    func = MemberExpr(NameExpr(PHANTOM_ALIAS), callee.rsplit(".", 1)[1])
+    call = CallExpr(func, [expr], [ARG_POS], [None])
+    for node in (func, func.expr, call):
+        node.set_line(expr.line, expr.column, expr.end_line, expr.end_column)
+    return call
+
+
+def sub_blocks(stmt: Statement) -> List[Block]:
+    if isinstance(stmt, IfStmt):
+        return [*stmt.body, *([stmt.else_body] if stmt.else_body else [])]
+    if isinstance(stmt, (WhileStmt, ForStmt)):
+        return [stmt.body, *([stmt.else_body] if stmt.else_body else [])]
+    if isinstance(stmt, WithStmt):
+        return [stmt.body]
+    if isinstance(stmt, TryStmt):
+        extra = [b for b in (stmt.else_body, stmt.finally_body) if b is not None]
+        return [stmt.body, *stmt.handlers, *extra]
+    if isinstance(stmt, MatchStmt):
+        return list(stmt.bodies)
+    if isinstance(stmt, Block):
+        return [stmt]
+    return []
+
+
+def functions_of(stmts: List[Statement]) -> Iterable[FuncDef]:
+    """The outermost functions among `stmts` and in the classes there
+    (nested functions are part of their enclosing function's body)."""
+    for stmt in stmts:
+        if isinstance(stmt, Decorator):
+            yield stmt.func
+        elif isinstance(stmt, FuncDef):
+            yield stmt
+        elif isinstance(stmt, OverloadedFuncDef):
+            yield from functions_of([*stmt.items, *([stmt.impl] if stmt.impl else [])])
+        elif isinstance(stmt, ClassDef):
+            yield from functions_of(stmt.defs.body)
+        else:
+            for block in sub_blocks(stmt):
+                yield from functions_of(block.body)

@@ -1,0 +1,81 @@
+"""Writes to attributes: the value assigned to a member expression, typed
+ahead of the checker without messages (parameters.py checks it)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from mypy.nodes import (
+    AssignmentStmt,
+    ClassDef,
+    Context,
+    Decorator,
+    Expression,
+    FuncDef,
+    MemberExpr,
+    OverloadedFuncDef,
+    Statement,
+)
+from mypy.types import Type
+
+from .carriers import check_owner
+from .tree import sub_blocks
+
+
+class _WrittenValues:
+    """lvalue -> rvalue of the member assignments (`self.w = e`) of the file
+    the checker is on, indexed on the first write a hook asks about."""
+
+    __slots__ = ("owner", "values")
+
+    def __init__(self) -> None:
+        self.owner: object = None
+        self.values: Dict[int, Expression] = {}
+
+
+_WRITTEN = _WrittenValues()
+
+
+def _index_member_assignments(stmts: List[Statement], values: Dict[int, Expression]) -> None:
+    """Every `obj.attr = e` among `stmts`, in nested blocks, functions and classes."""
+    for stmt in stmts:
+        if isinstance(stmt, AssignmentStmt):
+            for lvalue in stmt.lvalues:
+                if isinstance(lvalue, MemberExpr):
+                    values[id(lvalue)] = stmt.rvalue
+        elif isinstance(stmt, Decorator):
+            _index_member_assignments(stmt.func.body.body, values)
+        elif isinstance(stmt, FuncDef):
+            _index_member_assignments(stmt.body.body, values)
+        elif isinstance(stmt, OverloadedFuncDef):
+            _index_member_assignments([*stmt.items, *([stmt.impl] if stmt.impl else [])], values)
+        elif isinstance(stmt, ClassDef):
+            _index_member_assignments(stmt.defs.body, values)
+        else:
+            for block in sub_blocks(stmt):
+                _index_member_assignments(block.body, values)
+
+
+def written_value(api: Any, lvalue: Context) -> Optional[Expression]:
+    """The value assigned to the member expression `lvalue` in a plain
+    assignment (None for `+=`, tuple targets and other writes)."""
+    owner = check_owner(api)
+    if owner is None or owner is not _WRITTEN.owner:
+        _WRITTEN.owner, _WRITTEN.values = None, {}
+        tree = getattr(api, "tree", None)
+        if tree is None:
+            return None
+        _index_member_assignments(tree.defs, _WRITTEN.values)
+        _WRITTEN.owner = owner
+    return _WRITTEN.values.get(id(lvalue))
+
+
+def quietly_typed(api: Any, expr: Expression) -> Type:
+    """The type of `expr`, typed ahead of the checker if it has none yet,
+    with no message and nothing stored (the checker types it again, and
+    reports, where it gets to it)."""
+    found = api.lookup_type_or_none(expr)
+    if found is not None:
+        return found
+    with api.msg.filter_errors(), api.local_type_map:
+        return api.expr_checker.accept(expr)

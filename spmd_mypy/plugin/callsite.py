@@ -1,0 +1,152 @@
+"""What the call hooks of ops, comms and global mode share: reading a call's
+arguments and operands, typing its result, and rebuilding a `Spmd(...)`
+written in an argument for the annotation decoder.
+
+Every hook here takes a mypy Function/MethodContext (`ctx`); the mypy side of
+it is _mypy's work.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..vocab.opclasses import REFLECTED, SCALAR, SCALAR_OPERANDS
+from ..vocab.spec import Spmd
+from . import _mypy
+from .annotations import AnnotationError, mentions_spmd
+from .carrier import carrier, spmd_of
+
+
+def one_arg(ctx: Any, formal: str) -> Optional[Tuple[_mypy.Expression, _mypy.Type]]:
+    """The first actual argument bound to the parameter `formal`: (expression, type)."""
+    got = _mypy.formal_args(ctx, formal)
+    return got[0] if got else None
+
+
+def candidates(typ: _mypy.Type) -> List[object]:
+    """The SPMD types a tensor argument may have: one, or one per Union alternative."""
+    alternatives = _mypy.union_alternatives(typ)
+    if alternatives is None:
+        return [spmd_of(typ)]
+    return [spmd_of(t) for t in alternatives]
+
+
+def operands(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, List[object]]]:
+    """The operands in source order: each its text and its possible types."""
+    scalars = name in SCALAR_OPERANDS
+    ops: List[Tuple[str, List[object]]] = []
+    if receiver:
+        ops.append((receiver_text(ctx), candidates(ctx.type)))
+    for arg_name, expr, typ in _mypy.call_args(ctx):
+        if arg_name == "out":
+            continue  # out= receives the result; checked by ops.check_out
+        if _mypy.is_tensor(typ) or _mypy.union_alternatives(typ) is not None:
+            ops.append((_mypy.expr_text(expr), candidates(typ)))
+        elif scalars and _mypy.is_python_number(typ):
+            ops.append((_mypy.expr_text(expr), [SCALAR]))
+        else:  # torch.cat([a, b]), torch.stack(parts): every tensor in the sequence
+            items = _mypy.display_items(expr)
+            if items is not None:
+                for item in items:
+                    t = _mypy.expression_type(ctx.api, item)
+                    if _mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None:
+                        ops.append((_mypy.expr_text(item), candidates(t)))
+            else:
+                for t in _mypy.element_types(typ):
+                    ops.append((_mypy.expr_text(expr), [spmd_of(t)]))
+    sides = _mypy.operator_sides(ctx.context) if receiver else None
+    if sides is not None and len(ops) == 2:
+        # An operator: name the operands as written; a reflected dunder runs
+        # on the right operand, so its argument is the left one.
+        left, right = (ops[1], ops[0]) if name in REFLECTED else (ops[0], ops[1])
+        ops = [(sides[0], left[1]), (sides[1], right[1])]
+    return ops
+
+
+def receiver_text(ctx: Any, fallback: str = "x") -> str:
+    callee = getattr(ctx.context, "callee", None)
+    base = getattr(callee, "expr", None)
+    if base is None:
+        sides = _mypy.operator_sides(ctx.context)
+        if sides is not None:
+            return sides[0]
+        base = getattr(ctx.context, "base", None)
+    text = _mypy.expr_text(base) if base is not None else "x"
+    return fallback if text == "x" else text
+
+
+def _in_spmd_file(ctx: Any) -> bool:
+    return mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api))
+
+
+def unknown_in_spmd_file(ctx: Any, default: _mypy.Type) -> _mypy.Type:
+    """A tensor result of unknown SPMD type: SpmdTensor[Any] in files that use spmd,
+    so that returning it from an annotated function is no error (gradual typing)."""
+    if _mypy.has_tensor(default) and _in_spmd_file(ctx):
+        return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
+    return default
+
+
+def typed_result(ctx: Any, spmd: Optional[Spmd], typed_operand: bool) -> _mypy.Type:
+    """The default result with its tensors carrying `spmd`; SpmdTensor[Any] when the
+    rules cannot type it (it then fits any annotation).  Without a typed
+    operand, only files that use spmd get carriers (a factory's R): elsewhere,
+    torch's own sources among them, the carrier's module may not even be
+    analysed yet."""
+    default = ctx.default_return_type
+    if not _mypy.has_tensor(default):
+        return default
+    if not typed_operand and not _in_spmd_file(ctx):
+        return default
+    if spmd is None and not typed_operand:
+        return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
+    new = carrier(ctx.api, spmd) if spmd is not None else _mypy.unknown_carrier(ctx.api)
+    return _mypy.replace_tensors(default, new)
+
+
+def has_typed_operand(ctx: Any, receiver: bool) -> bool:
+    if receiver and _mypy.carried(ctx.type) is not None:
+        return True
+    return any(_mypy.carried(t) is not None for _, _, t in _mypy.call_args(ctx))
+
+
+def _dotted_ast(text: str) -> ast.expr:
+    """`a.b.c` as ast.parse would give it (without parsing: hooks run per call)."""
+    first, *rest = parts = text.split(".")
+    if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        return ast.parse(text, mode="eval").body  # None, True, f(...).x
+    node: ast.expr = ast.Name(first, ast.Load())
+    for part in rest:
+        node = ast.Attribute(node, part, ast.Load())
+    return node
+
+
+def spmd_expr_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
+    """Rebuild the small expression language of Spmd(...) as stdlib ast for the decoder."""
+    full = _mypy.fullname_of(expr)
+    text = _mypy.expr_text(expr)
+    if full is not None and text != "x":
+        names[text] = full
+        return _dotted_ast(text)
+    value = _mypy.str_value(expr)
+    if value is not None:
+        return ast.Constant(value)
+    number = _mypy.int_value(expr)
+    if number is not None:  # as ast writes -1: unary minus on 1
+        return ast.Constant(number) if number >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-number))
+    if getattr(expr, "fullname", None) == "builtins.None":
+        return ast.Constant(None)
+    items = getattr(expr, "items", None)
+    if items is not None and expr.__class__.__name__ == "TupleExpr":
+        return ast.Tuple([spmd_expr_ast(e, names) for e in items], ast.Load())
+    parts = _mypy.call_parts(expr)
+    if parts is not None:
+        callee_expr = getattr(expr, "callee")
+        return ast.Call(
+            spmd_expr_ast(callee_expr, names),
+            [spmd_expr_ast(a, names) for a in parts[1]],
+            [ast.keyword(k, spmd_expr_ast(v, names)) for k, v in parts[2]],
+        )
+    raise AnnotationError(f"cannot read {text!r} statically", 0)

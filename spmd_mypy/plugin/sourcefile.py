@@ -1,0 +1,91 @@
+"""Reading the source files the plugin looks at, shared by the annotation
+index (annotations.py) and the global-scope index (global_scopes.py): which
+files are worth a look, their version, their bytes and their ast, and the
+last answer about a file for one owner.  Pure Python."""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Callable, Optional, Tuple, TypeVar
+
+# torch's own installed sources never hold SPMD annotations; mypy analyzes
+# about 1,700 of them on a cold run, so they are not even stat-ed.  Nor do
+# this package's (the runtime is typed with plain Tensors, the vocabulary
+# holds none), which mypy analyzes whenever checked code imports spmd_mypy:
+# they are a library to the plugin, as torch is.
+LIBRARY_DIRS = (
+    os.sep + "site-packages" + os.sep + "torch" + os.sep,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+)
+
+
+def source_file(path: Optional[str]) -> bool:
+    """A Python source or stub outside torch and this package: worth a look."""
+    if not path or not path.endswith((".py", ".pyi")):
+        return False
+    return not any(s in path for s in LIBRARY_DIRS)
+
+
+def file_version(path: str) -> Optional[Tuple[int, int]]:
+    """(mtime, size) of a file, None if it cannot be stat-ed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def read_source(path: str) -> bytes:
+    """A file's bytes (empty if it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def parse_source(data: bytes) -> Optional[ast.AST]:
+    """A file's ast; None when it is not UTF-8 or does not parse."""
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        pass
+    try:  # syntax newer than this Python: libcst parses it, then ast of its code
+        import libcst
+
+        module = libcst.parse_module(source)
+        return ast.parse(module.code, feature_version=(3, 8))
+    except Exception:
+        return None
+
+
+T = TypeVar("T")
+
+
+class LastLook:
+    """The last answer about one file for one owner.  Hooks ask about the file
+    being analysed or checked thousands of times; an owner is an object that
+    lives for one look at one version of it (the analyzer's tree, the
+    checker's scope of one pass: _mypy.analysis_owner / check_owner), so
+    while it is the same, the answer is too and no stat is needed."""
+
+    __slots__ = ("owner", "path", "value")
+
+    def __init__(self) -> None:
+        self.owner: object = None
+        self.path: Optional[str] = None
+        self.value: object = None
+
+    def get(self, owner: object, path: Optional[str], compute: Callable[[Optional[str]], T]) -> T:
+        if owner is None:
+            return compute(path)
+        if owner is self.owner and path == self.path:
+            return self.value  # type: ignore[return-value]
+        value = compute(path)
+        self.owner, self.path, self.value = owner, path, value
+        return value

@@ -1,0 +1,96 @@
+"""The names the checker meets ops under, beside the rules in opclasses.py.
+
+Pure data: how an operator dunder reads in a message, which function an
+operator is propagated as in global code, the attributes that are views, the
+raw torch.distributed collectives and their typed counterparts, the spmd ops
+that take out_partial_axes, and where torch defines its functions.  A new
+operator or op is a row here (and its rule's row in opclasses.py).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Final, FrozenSet, Mapping, Tuple
+
+__all__ = [
+    "OPERATOR_SYMBOLS",
+    "OPERATOR_FUNCTIONS",
+    "VIEW_ATTRIBUTES",
+    "TRANSPOSED_ATTRIBUTES",
+    "PARTIAL_OPS",
+    "STAR_PARAMETERS",
+    "RAW_COLLECTIVES",
+    "FUNCTION_NAMESPACES",
+    "display_name",
+]
+
+# operator dunder -> how a message writes it
+OPERATOR_SYMBOLS: Final[Mapping[str, str]] = {
+    "__add__": "+", "__radd__": "+", "__iadd__": "+=", "__sub__": "-", "__rsub__": "-",
+    "__isub__": "-=", "__mul__": "*", "__rmul__": "*", "__imul__": "*=", "__matmul__": "@",
+    "__rmatmul__": "@", "__imatmul__": "@=", "__truediv__": "/", "__rtruediv__": "/",
+    "__itruediv__": "/=", "__neg__": "unary -", "__getitem__": "indexing", "__pow__": "**",
+    "__gt__": ">", "__ge__": ">=", "__lt__": "<", "__le__": "<=", "__eq__": "==", "__ne__": "!=",
+}
+
+# Operators are propagated in global code under the name of their function
+# (the dunder's core, without a reflected `r`), so that messages and fixes
+# read `matmul`, `add`.
+OPERATOR_FUNCTIONS: Final[Mapping[str, str]] = {
+    "matmul": "matmul", "add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
+    "neg": "neg", "pos": "positive", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le",
+    "gt": "gt", "ge": "ge", "pow": "pow",
+}
+
+# Attributes of a tensor that are views of it: they keep its SPMD type.
+VIEW_ATTRIBUTES: Final[FrozenSet[str]] = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
+
+# Attributes that move the dims of a global spec: the op and its arguments.
+TRANSPOSED_ATTRIBUTES: Final[Mapping[str, Tuple[str, Mapping[str, object]]]] = {
+    "T": ("t", {}),
+    "mT": ("transpose", {"dim0": -2, "dim1": -1}),
+}
+
+# spmd.<op>(..., out_partial_axes=...) in global code -> its namespace in the op tables
+PARTIAL_OPS: Final[Mapping[str, str]] = {
+    "matmul": "torch",
+    "einsum": "torch",
+    "linear": "functional",
+    "sum": "torch",
+    "mean": "torch",
+}
+
+# Parameters written as *args in torch's stubs: one int there is a one-item shape.
+STAR_PARAMETERS: Final[FrozenSet[str]] = frozenset({"size", "shape", "dims"})
+
+# torch.distributed.<raw collective> -> the typed spmd collective to use instead
+RAW_COLLECTIVES: Final[Mapping[str, str]] = {
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "all_gather_into_tensor": "all_gather",
+    "all_gather_single": "all_gather",
+    "reduce_scatter": "reduce_scatter",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "reduce_scatter_single": "reduce_scatter",
+    "all_to_all": "all_to_all",
+    "all_to_all_single": "all_to_all",
+    "broadcast": "convert",
+}
+
+# Where torch defines the functions the op tables name: fullname prefix ->
+# the op-table namespace.
+FUNCTION_NAMESPACES: Final[Tuple[Tuple[str, str], ...]] = (
+    ("torch._C._VariableFunctions.", "torch"),
+    ("torch.functional.", "torch"),
+    ("torch._C._nn.", "functional"),
+    ("torch.nn.functional.", "functional"),
+    ("torch._tensor.", "torch"),
+)
+
+_NAMESPACE_PREFIX: Final[Dict[str, str]] = {"torch": "torch.", "functional": "F.", "tensor": "Tensor."}
+
+
+def display_name(name: str, namespace: str) -> str:
+    """How a message names an op: `'+'` for an operator, else `torch.x`, `F.x`, `Tensor.x`."""
+    if name in OPERATOR_SYMBOLS:
+        return f"'{OPERATOR_SYMBOLS[name]}'"
+    return f"{_NAMESPACE_PREFIX[namespace]}{name}"
