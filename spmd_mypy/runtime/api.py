@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Optional, Sequence, Tuple, Union
 
+import torch
 from torch import Tensor
 
 from ..vocab.collectives import CollectiveError, Step, plan
@@ -41,7 +42,7 @@ def _plan(op: str, src: AxisType, dst: AxisType, label: object, expert: bool) ->
 
 
 def _where(op: str, axis: object, src: object, dst: object) -> str:
-    return f"spmd.{op} on axis {axis!r} (src={src}, dst={dst})"
+    return f"spmd.{op} on axis {axis!r} (src={str(src)}, dst={str(dst)})"  # str(): see vocab.collectives._call_text
 
 
 def _fail(op: str, comm: Comm, src: AxisType, dst: AxisType, why: str) -> CollectiveError:
@@ -197,9 +198,12 @@ def _run(
     try:
         comm = resolve_axis(axis)
     except CollectiveError as e:
-        raise CollectiveError(f"{_where(op, axis, src, dst)}: {e}") from None
+        raise CollectiveError(f"{_where(op, axis, src, dst)}: {str(e)}") from None
     src, dst = _norm(op, comm, src, dst, x)
-    steps = _plan(op, src, dst, comm.label, expert_mode)
+    if torch.compiler.is_compiling():  # Dynamo traces the plan itself, not the cache
+        steps = plan(op, src, dst, axis=comm.label, expert_mode=expert_mode)
+    else:
+        steps = _plan(op, src, dst, comm.label, expert_mode)
     if not steps:
         return x
     sizes = _sizes_for(op, steps, comm, x, split_sizes)
@@ -294,7 +298,7 @@ def redistribute(
         raise CollectiveError(
             f"spmd.redistribute takes either an axis and per-axis types "
             f"(redistribute(x, 'tp', src=P, dst=R)) or no axis and two Spmd types "
-            f"(redistribute(x, src=Spmd(...), dst=Spmd(...))); got axis={axis!r}, src={src!r}, dst={dst!r}"
+            f"(redistribute(x, src=Spmd(...), dst=Spmd(...))); got axis={axis!r}, src={repr(src)}, dst={repr(dst)}"
         )
     return _run("redistribute", x, axis, src, dst, expert_mode=expert_mode, split_sizes=split_sizes)
 
