@@ -15,10 +15,11 @@ from typing import Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from ..vocab.collectives import CollectiveError, Step, plan
+from ..vocab.collectives import REDUCE_OPS, CollectiveError, Step, plan
 from ..vocab.localtype import AxisType, P, Shard, kind
 from ..vocab.spec import Spmd
 from .autograd import apply_steps
+from .kernels import reduce_values
 from .mesh import AxisArg, Comm, resolve_axis
 from .redistribute_spec import redistribute_spec
 
@@ -213,9 +214,35 @@ def _run(
 # -- public functions ------------------------------------------------------------
 
 
-def all_reduce(x: Tensor, axis: AxisArg, *, src: AxisType = P, dst: AxisType) -> Tensor:
-    """Sum a Partial value over the axis: P -> R (backward all_reduce) or P -> I."""
-    return _run("all_reduce", x, axis, src, dst)
+def all_reduce(
+    x: Tensor, axis: AxisArg, *, src: AxisType = P, dst: AxisType, op: str = "sum"
+) -> Tensor:
+    """Sum a Partial value over the axis: P -> R (backward all_reduce) or P -> I.
+
+    op="max" / "min": the elementwise max / min over the ranks instead, for
+    values without gradient (a logits max); raises CollectiveError when a
+    gradient would be recorded (x.requires_grad with grad mode on).
+    """
+    if op == "sum":
+        return _run("all_reduce", x, axis, src, dst)
+    return _reduce_no_grad(op, x, axis, src, dst)
+
+
+def _reduce_no_grad(op: str, x: Tensor, axis: AxisArg, src: AxisType, dst: AxisType) -> Tensor:
+    where = f"spmd.all_reduce on axis {axis!r} (src={str(src)}, dst={str(dst)}, op={op!r})"
+    if op not in REDUCE_OPS:
+        raise CollectiveError(f"{where}: op is one of {sorted(REDUCE_OPS)}")
+    if x.requires_grad and torch.is_grad_enabled():
+        raise CollectiveError(
+            f"{where}: op={op!r} has no gradient, but x requires grad; reduce a detached "
+            f"value (x.detach()) or run it under torch.no_grad()"
+        )
+    try:
+        comm = resolve_axis(axis)
+    except CollectiveError as e:
+        raise CollectiveError(f"{where}: {str(e)}") from None
+    plan("all_reduce", src, dst, axis=comm.label)  # the same src/dst as the sum
+    return reduce_values(x, comm, op)
 
 
 def all_gather(

@@ -24,7 +24,7 @@ from ._local import per_rank
 from .mesh import Comm
 from .uneven import gather_rows, resplit_rows, scatter_rows, transpose_pieces
 
-__all__ = ["run", "KERNELS", "Sizes", "split_pair"]
+__all__ = ["run", "KERNELS", "Sizes", "split_pair", "reduce_values"]
 
 Split = Optional[Sequence[int]]
 Sizes = Union[Split, Tuple[Split, Split]]  # a pair for all_to_all
@@ -84,6 +84,16 @@ def _keep_on_first(x: Tensor, c: int) -> Tensor:
 def all_reduce(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
     y = x.clone(memory_format=torch.contiguous_format)
     dist.all_reduce(y, group=comm.group)
+    return y
+
+
+_REDUCE_OPS = {"max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
+
+
+def reduce_values(x: Tensor, comm: Comm, op: str) -> Tensor:
+    """all_reduce with a reduce op other than sum (no autograd: see api.all_reduce)."""
+    y = x.detach().clone(memory_format=torch.contiguous_format)
+    dist.all_reduce(y, op=_REDUCE_OPS[op], group=comm.group)
     return y
 
 

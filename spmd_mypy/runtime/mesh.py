@@ -19,7 +19,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from ..vocab.collectives import CollectiveError
 from ._local import simulated_group_coord
 
-__all__ = ["set_mesh", "current_mesh", "Comm", "resolve_axis", "AxisArg"]
+__all__ = ["set_mesh", "current_mesh", "Comm", "resolve_axis", "AxisArg", "prepare_axes"]
 
 AxisArg = Union[str, Tuple[str, ...], dist.ProcessGroup]
 
@@ -121,11 +121,37 @@ def _resolve_names(mesh: DeviceMesh, axis: Union[str, Tuple[str, ...]]) -> Comm:
             f"name the axes in mesh order {tuple(a for a in names if a in axes)} "
             f"(the flattened group is ordered major to minor)"
         )
+    if torch.compiler.is_compiling():  # a new group cannot be created in a trace
+        return _flattened(mesh, tuple(axes))
     flat = mesh[axes]._flatten()  # private DeviceMesh API: a group over several dims
     size = 1
     for a in axes:
         size *= mesh.size(names.index(a))
-    return Comm(flat.get_group(), size, axis, mesh, axes)
+    comm = Comm(flat.get_group(), size, axis, mesh, axes)
+    if not any(m is mesh and a == tuple(axes) for m, a, _ in _FLATTENED):
+        _FLATTENED.append((mesh, tuple(axes), comm))
+    return comm
+
+
+# Flattened groups made by eager calls, for compiled code (a list: Dynamo traces `is`).
+_FLATTENED: list[tuple[DeviceMesh, Tuple[str, ...], Comm]] = []
+
+
+def _flattened(mesh: DeviceMesh, axes: Tuple[str, ...]) -> Comm:
+    for m, a, comm in _FLATTENED:
+        if m is mesh and a == axes:
+            return comm
+    raise CollectiveError(
+        f"under torch.compile, the axes {axes} need their flattened group made beforehand: "
+        f"run one collective on them outside the compiled code first, or call "
+        f"spmd_mypy.runtime.mesh.prepare_axes(mesh, {axes})"
+    )
+
+
+def prepare_axes(mesh: DeviceMesh, *axes: Tuple[str, ...]) -> None:
+    """Make the flattened group of each tuple of axes now (for code compiled later)."""
+    for a in axes:
+        _resolve_names(mesh, a)
 
 
 def _resolve_group(mesh: Optional[DeviceMesh], group: dist.ProcessGroup) -> Comm:
