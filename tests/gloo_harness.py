@@ -1,7 +1,8 @@
 """Spawn real ranks (gloo on 127.0.0.1), run a list of items on each, collect the results.
 
 The one harness of every test that spawns ranks (tests/runtime/test_gloo.py,
-tests/runtime/test_redistribute_spec.py, tests/examples/examples_gloo.py).
+tests/runtime/test_gloo_compiled.py, tests/runtime/test_redistribute_spec.py,
+tests/examples/examples_gloo.py).
 
     run = spawn_and_collect(setup, run_item, items, world=4)
     per_rank = run.per_rank(item.id)     # {rank: what run_item returned}

@@ -2,6 +2,7 @@
 
   mesh       set_mesh and resolution of axis arguments to communicators
   kernels    forward kernel of each primitive on the local tensor
+  uneven     exact uneven collectives: one all_to_all_single moving the sum of the splits
   autograd   the one autograd Function: forward kernels, backward from the table
   api        the public functions, validating src/dst and shapes first
   _local     the only use of torch's private simulated-rank API

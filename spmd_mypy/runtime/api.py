@@ -12,12 +12,14 @@ from __future__ import annotations
 import functools
 from typing import Optional, Sequence, Tuple, Union
 
+import torch
 from torch import Tensor
 
-from ..vocab.collectives import DEFAULT_SRC, CollectiveError, Step, plan
+from ..vocab.collectives import DEFAULT_SRC, REDUCE_OPS, CollectiveError, Step, plan
 from ..vocab.localtype import AxisType, Shard, kind
 from ..vocab.spec import Spmd
 from .autograd import apply_steps
+from .kernels import reduce_values
 from .mesh import AxisArg, Comm, resolve_axis
 from .redistribute_spec import redistribute_spec
 
@@ -41,7 +43,7 @@ def _plan(op: str, src: AxisType, dst: AxisType, label: object, expert: bool) ->
 
 
 def _where(op: str, axis: object, src: object, dst: object) -> str:
-    return f"spmd.{op} on axis {axis!r} (src={src}, dst={dst})"
+    return f"spmd.{op} on axis {axis!r} (src={str(src)}, dst={str(dst)})"  # str(): see vocab.collectives._call_text
 
 
 def _fail(op: str, comm: Comm, src: AxisType, dst: AxisType, why: str) -> CollectiveError:
@@ -197,9 +199,12 @@ def _run(
     try:
         comm = resolve_axis(axis)
     except CollectiveError as e:
-        raise CollectiveError(f"{_where(op, axis, src, dst)}: {e}") from None
+        raise CollectiveError(f"{_where(op, axis, src, dst)}: {str(e)}") from None
     src, dst = _norm(op, comm, src, dst, x)
-    steps = _plan(op, src, dst, comm.label, expert_mode)
+    if torch.compiler.is_compiling():  # Dynamo traces the plan itself, not the cache
+        steps = plan(op, src, dst, axis=comm.label, expert_mode=expert_mode)
+    else:
+        steps = _plan(op, src, dst, comm.label, expert_mode)
     if not steps:
         return x
     sizes = _sizes_for(op, steps, comm, x, split_sizes)
@@ -209,9 +214,35 @@ def _run(
 # -- public functions ------------------------------------------------------------
 
 
-def all_reduce(x: Tensor, axis: AxisArg, *, src: AxisType = DEFAULT_SRC["all_reduce"], dst: AxisType) -> Tensor:
-    """Sum a Partial value over the axis: P -> R (backward all_reduce) or P -> I."""
-    return _run("all_reduce", x, axis, src, dst)
+def all_reduce(
+    x: Tensor, axis: AxisArg, *, src: AxisType = DEFAULT_SRC["all_reduce"], dst: AxisType, op: str = "sum"
+) -> Tensor:
+    """Sum a Partial value over the axis: P -> R (backward all_reduce) or P -> I.
+
+    op="max" / "min": the elementwise max / min over the ranks instead, for
+    values without gradient (a logits max); raises CollectiveError when a
+    gradient would be recorded (x.requires_grad with grad mode on).
+    """
+    if op == "sum":
+        return _run("all_reduce", x, axis, src, dst)
+    return _reduce_no_grad(op, x, axis, src, dst)
+
+
+def _reduce_no_grad(op: str, x: Tensor, axis: AxisArg, src: AxisType, dst: AxisType) -> Tensor:
+    where = f"spmd.all_reduce on axis {axis!r} (src={str(src)}, dst={str(dst)}, op={op!r})"
+    if op not in REDUCE_OPS:
+        raise CollectiveError(f"{where}: op is one of {sorted(REDUCE_OPS)}")
+    if x.requires_grad and torch.is_grad_enabled():
+        raise CollectiveError(
+            f"{where}: op={op!r} has no gradient, but x requires grad; reduce a detached "
+            f"value (x.detach()) or run it under torch.no_grad()"
+        )
+    try:
+        comm = resolve_axis(axis)
+    except CollectiveError as e:
+        raise CollectiveError(f"{where}: {str(e)}") from None
+    plan("all_reduce", src, dst, axis=comm.label)  # the same src/dst as the sum
+    return reduce_values(x, comm, op)
 
 
 def all_gather(
@@ -294,7 +325,7 @@ def redistribute(
         raise CollectiveError(
             f"spmd.redistribute takes either an axis and per-axis types "
             f"(redistribute(x, 'tp', src=P, dst=R)) or no axis and two Spmd types "
-            f"(redistribute(x, src=Spmd(...), dst=Spmd(...))); got axis={axis!r}, src={src!r}, dst={dst!r}"
+            f"(redistribute(x, src=Spmd(...), dst=Spmd(...))); got axis={axis!r}, src={repr(src)}, dst={repr(dst)}"
         )
     return _run("redistribute", x, axis, src, dst, expert_mode=expert_mode, split_sizes=split_sizes)
 

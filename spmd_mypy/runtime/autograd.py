@@ -44,7 +44,10 @@ class _SpmdFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], None, None, None]:
-        steps = _backward_steps(ctx.steps)
+        if torch.compiler.is_compiling():  # Dynamo traces the table, not the cache
+            steps = backward(ctx.steps)
+        else:
+            steps = _backward_steps(ctx.steps)
         sizes = _swap_if_all_to_all(ctx.steps, ctx.sizes)
         if torch.is_grad_enabled():  # create_graph=True: make the backward differentiable
             return _SpmdFunction.apply(grad, steps, ctx.comm, sizes), None, None, None

@@ -6,8 +6,8 @@ backward primitive (see autograd.py), so nothing here knows about gradients.
 
 `sizes` are the explicit split sizes of an uneven S(i) dim (one per rank of
 the axis), or None for an even split.  all_to_all takes a pair
-(src sizes, dst sizes).  Uneven gathers and scatters pad every piece to the
-largest split, communicate evenly (gloo needs equal sizes) and trim.
+(src sizes, dst sizes).  Uneven gathers, scatters and all_to_alls are one
+all_to_all_single that moves exactly the sum of the splits (uneven.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from ..vocab.collectives import Step
 from ..vocab.localtype import Shard, kind
 from ._local import per_rank
 from .mesh import Comm
+from .uneven import gather_rows, resplit_rows, scatter_rows, transpose_pieces
 
-__all__ = ["run", "KERNELS", "Sizes", "split_pair"]
+__all__ = ["run", "KERNELS", "Sizes", "split_pair", "reduce_values"]
 
 Split = Optional[Sequence[int]]
 Sizes = Union[Split, Tuple[Split, Split]]  # a pair for all_to_all
@@ -55,14 +56,6 @@ def _offsets(sizes: Sequence[int]) -> list[int]:
     return out
 
 
-@per_rank
-def _pad_dim0(x: Tensor, length: int) -> Tensor:
-    if x.shape[0] == length:
-        return x
-    pad = x.new_zeros((length - x.shape[0],) + tuple(x.shape[1:]))
-    return torch.cat([x, pad], 0)
-
-
 # -- rank-dependent local pieces (run once per rank on simulated ranks) --------
 
 
@@ -81,11 +74,6 @@ def _place(x: Tensor, dim: int, sizes: Sequence[int], c: int) -> Tensor:
 
 
 @per_rank
-def _narrow_mine(x: Tensor, dim: int, sizes: Sequence[int], c: int) -> Tensor:
-    return x.narrow(dim, 0, sizes[c])
-
-
-@per_rank
 def _keep_on_first(x: Tensor, c: int) -> Tensor:
     return x.clone() if c == 0 else torch.zeros_like(x)
 
@@ -96,6 +84,16 @@ def _keep_on_first(x: Tensor, c: int) -> Tensor:
 def all_reduce(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
     y = x.clone(memory_format=torch.contiguous_format)
     dist.all_reduce(y, group=comm.group)
+    return y
+
+
+_REDUCE_OPS = {"max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
+
+
+def reduce_values(x: Tensor, comm: Comm, op: str) -> Tensor:
+    """all_reduce with a reduce op other than sum (no autograd: see api.all_reduce)."""
+    y = x.detach().clone(memory_format=torch.contiguous_format)
+    dist.all_reduce(y, op=_REDUCE_OPS[op], group=comm.group)
     return y
 
 
@@ -119,10 +117,7 @@ def all_gather_shard(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
     xt = x.movedim(i, 0)
     if sizes is None:
         return _gather_dim0(xt, comm).movedim(0, i)
-    m = max(sizes)
-    gathered = _gather_dim0(_pad_dim0(xt, m), comm)
-    pieces = [gathered.narrow(0, k * m, s) for k, s in enumerate(sizes)]
-    return torch.cat(pieces, 0).movedim(0, i)
+    return gather_rows(xt, sizes, comm).movedim(0, i)
 
 
 def _reduce_scatter_dim0(x: Tensor, comm: Comm) -> Tensor:
@@ -144,10 +139,7 @@ def reduce_scatter_shard(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Ten
     xt = x.movedim(i, 0)
     if sizes is None:
         return _reduce_scatter_dim0(xt, comm).movedim(0, i)
-    m = max(sizes)
-    padded = torch.cat([_pad_dim0(p, m) for p in xt.split(list(sizes), 0)], 0)
-    mine = _reduce_scatter_dim0(padded, comm)  # my piece, padded to m rows
-    return _narrow_mine(mine, 0, list(sizes), comm.coord()).movedim(0, i)
+    return scatter_rows(xt, sizes, comm).movedim(0, i)
 
 
 def all_to_all_stack(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
@@ -164,26 +156,18 @@ def all_to_all_stack(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
 
 
 def all_to_all_shard(x: Tensor, comm: Comm, step: Step, sizes: Sizes) -> Tensor:
-    """cat(xs, i).split(dst sizes, j)[me]: one all_to_all of padded pieces."""
+    """cat(xs, i).split(dst sizes, j)[me]; uneven sizes move exactly the sum (uneven.py)."""
     i, j = _dim(step.src), _dim(step.dst)
     if sizes is None and i != j:
         return _all_to_all_even(x, comm, i, j)
     src_sizes, dst_sizes = split_pair(sizes)
-    if i == j:
-        # Re-splitting one dim: gather it, keep my new piece.
-        full = all_gather_shard(x, comm, Step("all_gather", step.src, step.src), src_sizes)
-        split = list(dst_sizes) if dst_sizes is not None else _even(full.shape[i], comm.size)
-        return _take(full, i, split, comm.coord())
-    dst = list(dst_sizes) if dst_sizes is not None else _even(x.shape[j], comm.size)
-    ma = max(src_sizes) if src_sizes is not None else x.shape[i]
-    pieces = [_pad_to(p, {i: ma, j: max(dst)}) for p in x.split(dst, j)]  # piece k -> rank k
-    send = torch.stack(pieces, 0).contiguous()
-    recv = torch.empty_like(send)
-    dist.all_to_all_single(recv, send, group=comm.group)
-    got = list(recv.unbind(0))  # got[r]: rank r's piece for me
-    if src_sizes is not None:
-        got = [g.narrow(i, 0, a) for g, a in zip(got, src_sizes)]
-    return _narrow_mine(torch.cat(got, i), j, dst, comm.coord())
+    n = comm.size
+    if i == j:  # re-splitting one dim
+        a = list(src_sizes) if src_sizes is not None else [x.shape[i]] * n
+        b = list(dst_sizes) if dst_sizes is not None else _even(sum(a), n)
+        return resplit_rows(x.movedim(i, 0), a, b, comm).movedim(0, i)
+    b = list(dst_sizes) if dst_sizes is not None else _even(x.shape[j], n)
+    return transpose_pieces(x, i, j, src_sizes, b, comm)
 
 
 def _all_to_all_even(x: Tensor, comm: Comm, i: int, j: int) -> Tensor:
@@ -199,16 +183,6 @@ def _all_to_all_even(x: Tensor, comm: Comm, i: int, j: int) -> Tensor:
     if i == 0:  # concatenating the received pieces on dim 0 is a view
         return recv.flatten(0, 1)
     return torch.cat(recv.unbind(0), i)
-
-
-@per_rank
-def _pad_to(x: Tensor, lengths: dict[int, int]) -> Tensor:
-    for d, length in lengths.items():
-        if x.shape[d] < length:
-            shape = list(x.shape)
-            shape[d] = length - x.shape[d]
-            x = torch.cat([x, x.new_zeros(shape)], d)
-    return x
 
 
 # -- coercions (no communication) ------------------------------------------------

@@ -12,19 +12,25 @@ import contextlib
 import contextvars
 from typing import Iterator, Optional, Tuple, Union
 
+import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
 from ..vocab.collectives import CollectiveError
 from ._local import simulated_group_coord
 
-__all__ = ["set_mesh", "current_mesh", "Comm", "resolve_axis", "AxisArg"]
+__all__ = ["set_mesh", "current_mesh", "Comm", "resolve_axis", "AxisArg", "prepare_axes"]
 
 AxisArg = Union[str, Tuple[str, ...], dist.ProcessGroup]
 
 _MESH: contextvars.ContextVar[Optional[DeviceMesh]] = contextvars.ContextVar(
     "spmd_mypy_mesh", default=None
 )
+# Dynamo cannot trace a ContextVar, so code under torch.compile reads the same
+# meshes from this plain stack, which set_mesh keeps in step (Dynamo guards on
+# the mesh it reads, so switching meshes recompiles).  Only threads that each
+# set their own mesh around compiled code can tell the two apart.
+_TRACED: list[DeviceMesh] = []
 
 
 @contextlib.contextmanager
@@ -32,14 +38,25 @@ def set_mesh(mesh: DeviceMesh) -> Iterator[DeviceMesh]:
     """Within the block, axis names resolve against `mesh` (a DeviceMesh with named dims)."""
     if not isinstance(mesh, DeviceMesh) or not mesh.mesh_dim_names:
         raise TypeError("spmd.set_mesh takes a DeviceMesh with named dims (mesh_dim_names=...)")
+    if torch.compiler.is_compiling():  # set_mesh inside the compiled function
+        _TRACED.append(mesh)
+        try:
+            yield mesh
+        finally:
+            _TRACED.pop()
+        return
     token = _MESH.set(mesh)
+    _TRACED.append(mesh)
     try:
         yield mesh
     finally:
+        _TRACED.pop()
         _MESH.reset(token)
 
 
 def current_mesh() -> Optional[DeviceMesh]:
+    if torch.compiler.is_compiling():
+        return _TRACED[-1] if _TRACED else None
     return _MESH.get()
 
 
@@ -104,11 +121,37 @@ def _resolve_names(mesh: DeviceMesh, axis: Union[str, Tuple[str, ...]]) -> Comm:
             f"name the axes in mesh order {tuple(a for a in names if a in axes)} "
             f"(the flattened group is ordered major to minor)"
         )
+    if torch.compiler.is_compiling():  # a new group cannot be created in a trace
+        return _flattened(mesh, tuple(axes))
     flat = mesh[axes]._flatten()  # private DeviceMesh API: a group over several dims
     size = 1
     for a in axes:
         size *= mesh.size(names.index(a))
-    return Comm(flat.get_group(), size, axis, mesh, axes)
+    comm = Comm(flat.get_group(), size, axis, mesh, axes)
+    if not any(m is mesh and a == tuple(axes) for m, a, _ in _FLATTENED):
+        _FLATTENED.append((mesh, tuple(axes), comm))
+    return comm
+
+
+# Flattened groups made by eager calls, for compiled code (a list: Dynamo traces `is`).
+_FLATTENED: list[tuple[DeviceMesh, Tuple[str, ...], Comm]] = []
+
+
+def _flattened(mesh: DeviceMesh, axes: Tuple[str, ...]) -> Comm:
+    for m, a, comm in _FLATTENED:
+        if m is mesh and a == axes:
+            return comm
+    raise CollectiveError(
+        f"under torch.compile, the axes {axes} need their flattened group made beforehand: "
+        f"run one collective on them outside the compiled code first, or call "
+        f"spmd_mypy.runtime.mesh.prepare_axes(mesh, {axes})"
+    )
+
+
+def prepare_axes(mesh: DeviceMesh, *axes: Tuple[str, ...]) -> None:
+    """Make the flattened group of each tuple of axes now (for code compiled later)."""
+    for a in axes:
+        _resolve_names(mesh, a)
 
 
 def _resolve_group(mesh: Optional[DeviceMesh], group: dist.ProcessGroup) -> Comm:
@@ -122,20 +165,25 @@ def _resolve_group(mesh: Optional[DeviceMesh], group: dist.ProcessGroup) -> Comm
 
 
 def resolve_axis(axis: AxisArg) -> Comm:
-    mesh = _MESH.get()
+    mesh = current_mesh()
+    if torch.compiler.is_compiling():  # resolved once per trace: no cache to guard on
+        return _resolve(mesh, axis)
     key = (id(mesh), axis if not isinstance(axis, dist.ProcessGroup) else id(axis))
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is mesh:
         return hit[1]
-    if isinstance(axis, dist.ProcessGroup):
-        comm = _resolve_group(mesh, axis)
-    elif isinstance(axis, (str, tuple)):
-        if mesh is None:
-            raise CollectiveError("no mesh is set; wrap the code in `with spmd.set_mesh(mesh):`")
-        comm = _resolve_names(mesh, axis)
-    else:
-        raise CollectiveError(
-            f"the axis argument is a mesh dim name, a tuple of names or a ProcessGroup; got {axis!r}"
-        )
+    comm = _resolve(mesh, axis)
     _CACHE[key] = (mesh, comm)  # type: ignore[assignment]
     return comm
+
+
+def _resolve(mesh: Optional[DeviceMesh], axis: AxisArg) -> Comm:
+    if isinstance(axis, dist.ProcessGroup):
+        return _resolve_group(mesh, axis)
+    if isinstance(axis, (str, tuple)):
+        if mesh is None:
+            raise CollectiveError("no mesh is set; wrap the code in `with spmd.set_mesh(mesh):`")
+        return _resolve_names(mesh, axis)
+    raise CollectiveError(
+        f"the axis argument is a mesh dim name, a tuple of names or a ProcessGroup; got {axis!r}"
+    )

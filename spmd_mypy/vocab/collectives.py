@@ -31,6 +31,7 @@ __all__ = [
     "plan",
     "backward",
     "signature_text",
+    "REDUCE_OPS",
 ]
 
 COMM_OPS: Final = frozenset({"all_gather", "all_reduce", "reduce_scatter", "all_to_all"})
@@ -168,8 +169,10 @@ def _axis_text(axis: AxisLabel) -> str:
     return f"axis {axis!r}"
 
 
+# Messages format types with an explicit str()/repr(): under torch.compile, Dynamo
+# folds those into constant text, but not an f-string's implicit formatting.
 def _call_text(op: str, axis: AxisLabel, src: AxisType, dst: AxisType, extra: str = "") -> str:
-    return f"spmd.{op}(x, {axis!r}, src={src}, dst={dst}{extra})"
+    return f"spmd.{op}(x, {axis!r}, src={str(src)}, dst={str(dst)}{extra})"
 
 
 def _hint(op: str, axis: AxisLabel, src: AxisType, dst: AxisType) -> str:
@@ -226,7 +229,7 @@ def plan(
     for name, t in (("src", src), ("dst", dst)):
         if not isinstance(t, Shard) and t not in (R, I, V, P):
             raise CollectiveError(
-                f"spmd.{op} on {_axis_text(axis)}: {name}={t!r} is not a local SPMD type "
+                f"spmd.{op} on {_axis_text(axis)}: {name}={repr(t)} is not a local SPMD type "
                 f"(use R, I, V, P or S(dim))"
             )
     sk, dk = kind(src), kind(dst)
@@ -239,13 +242,13 @@ def plan(
         except CollectiveError as e:
             raise CollectiveError(
                 f"spmd.redistribute on {_axis_text(axis)}: no value-preserving way from "
-                f"{src} to {dst} ({e})"
+                f"{str(src)} to {str(dst)} ({str(e)})"
             ) from None
     if op in ("reinterpret", "convert") and src == dst:
         return ()
     if op == "reinterpret" and (sk == "S" or dk == "S"):
         raise CollectiveError(
-            f"spmd.reinterpret on {_axis_text(axis)}: src={src}, dst={dst}: reinterpret does not take "
+            f"spmd.reinterpret on {_axis_text(axis)}: src={str(src)}, dst={str(dst)}: reinterpret does not take "
             f"S(i) (it would be the same as V); use V, or convert to keep the value"
         )
     key = (op, sk, dk)
@@ -256,16 +259,16 @@ def plan(
         parts = _COMPOSITES[key]
     else:
         raise CollectiveError(
-            f"spmd.{op} on {_axis_text(axis)}: src={src}, dst={dst} is not allowed "
+            f"spmd.{op} on {_axis_text(axis)}: src={str(src)}, dst={str(dst)} is not allowed "
             f"({signature_text(op)}); hint: {_hint(op, axis, src, dst)}"
         )
     if key in EXPERT_ONLY and not expert_mode:
         why = next(_PRIMITIVES[p].why for p in parts if _PRIMITIVES[p].expert)
         raise CollectiveError(
-            f"spmd.{op} on {_axis_text(axis)}: src={src}, dst={dst} is expert-only: {why}. "
+            f"spmd.{op} on {_axis_text(axis)}: src={str(src)}, dst={str(dst)} is expert-only: {why}. "
             f"Pass expert_mode=True if that is intended"
             + (
-                f", or use spmd.convert(x, {axis!r}, src={src}, dst={dst}) to keep the value"
+                f", or use spmd.convert(x, {axis!r}, src={str(src)}, dst={str(dst)}) to keep the value"
                 if op == "reinterpret" and ("convert", sk, dk) in _PRIMITIVES
                 and ("convert", sk, dk) not in EXPERT_ONLY
                 else ""
@@ -332,3 +335,13 @@ def mismatch_consequence(got: AxisType, want: AxisType, axis: AxisLabel) -> str:
     if sk == "R" and dk == "I":
         return f"the gradient (Partial over {axis!r}) would be used as if already reduced"
     return f"its gradient would be {grad_type(got)} where {grad_type(want)} is expected"
+
+
+# -- reduce ops of all_reduce ---------------------------------------------------------
+# A separate, small table: "sum" is the pending sum the type P stands for, with
+# the gradient rows above.  "max" and "min" reduce a pending max/min (the
+# vocabulary-parallel cross-entropy's logits max); no gradient formula is given
+# for them, so the runtime allows them only where no gradient is recorded.
+
+REDUCE_OPS: Final[dict[str, bool]] = {"sum": True, "max": False, "min": False}
+"""Reduce op of all_reduce -> whether it is differentiable."""

@@ -20,6 +20,7 @@ import this module and look cases up by id.
 
 from __future__ import annotations
 
+import random
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -619,6 +620,45 @@ def _rejected_cases() -> None:
     bad("axis.no_mesh_tuple", "reduce_scatter", P, S(0), mesh=None, axis=("dp", "tp"))
 
 
+# 9. Random uneven splits (seeded, a zero-size piece in each), on the 1-D mesh of 4.
+def _random_uneven_cases() -> None:
+    rng = random.Random(17)
+    base = [2, 3, 2]
+
+    def sizes(total: Optional[int] = None) -> List[int]:
+        while True:
+            s = [rng.randint(0, 4) for _ in range(WORLD)]
+            s[rng.randrange(WORLD)] = 0
+            if sum(s) > 0 and (total is None or sum(s) == total):
+                return s
+
+    def on(dim: int, length: Callable[[int], int], other: Optional[Tuple[int, int]] = None) -> ShapeFn:
+        def f(n: int, c: int) -> Shape:
+            s = list(base)
+            if other is not None:
+                s[other[0]] = other[1]
+            s[dim] = length(c)
+            return tuple(s)
+
+        return f
+
+    for k in range(4):
+        a, i = sizes(), rng.randrange(3)
+        j = (i + 1 + rng.randrange(2)) % 3
+        b = sizes()
+        r = sizes(sum(a))
+        tag = f"random{k}"
+        _add(Case(f"{tag}.all_gather.S{i}.R", "1d", "w", "all_gather", S(i), R,
+                  on(i, lambda c, a=a: a[c]), _kw(split_sizes=a), tags=("random",)))
+        _add(Case(f"{tag}.reduce_scatter.P.S{i}", "1d", "w", "reduce_scatter", P, S(i),
+                  on(i, lambda c, a=a: sum(a)), _kw(split_sizes=a), tags=("random",)))
+        _add(Case(f"{tag}.all_to_all.S{i}.S{j}", "1d", "w", "all_to_all", S(i), S(j),
+                  on(i, lambda c, a=a: a[c], (j, sum(b))), _kw(split_sizes=(a, b)),
+                  tags=("random",)))
+        _add(Case(f"{tag}.all_to_all.S{i}.S{i}.resplit", "1d", "w", "all_to_all", S(i), S(i),
+                  on(i, lambda c, a=a: a[c]), _kw(split_sizes=(a, r)), tags=("random",)))
+
+
 _primitive_cases()
 _composite_cases()
 _redistribute_cases()
@@ -627,6 +667,7 @@ _alltoall_rows_cases()
 _multi_axis_cases()
 _group_cases()
 _rejected_cases()
+_random_uneven_cases()
 
 BY_ID: Dict[str, Case] = {c.id: c for c in CASES}
 VALID = [c for c in CASES if not c.rejected]
