@@ -25,7 +25,7 @@ class ColumnParallelLinear(nn.Module):
 
     def forward(self, x: Annotated[Tensor, Spmd(tp=I)]) -> Tensor:
         out = F.linear(spmd.convert(x, "tp", src=I, dst=R), self.weight)
-        if self.gather_output:
+        if self.gather_output:  # the whole last dim on every rank
             out = spmd.all_gather(out, "tp", src=S(-1), dst=I)
         return out
 

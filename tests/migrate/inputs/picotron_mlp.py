@@ -28,7 +28,7 @@ class ColumnParallelLinear(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         out = F.linear(CopyToModelParallelRegion.apply(x), self.weight)
-        if self.gather_output:
+        if self.gather_output:  # the whole last dim on every rank
             out = tpc.GatherFromModelParallelRegion.apply(out)
         return out
 
