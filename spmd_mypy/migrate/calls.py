@@ -7,7 +7,7 @@ signature (table.py), read its literal flags, and build the replacement.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple, Union
+from typing import Callable, Dict, Optional, Tuple, Union
 
 import libcst as cst
 
@@ -69,7 +69,9 @@ def _value(helper: Helper, bound: Dict[str, cst.BaseExpression], name: str) -> O
     return literal(bound[name]) if name in bound else helper.defaults()[name]
 
 
-def typed_call(helper: Helper, call: cst.Call, axis: str, code: str) -> Union[Typed, str]:
+def typed_call(
+    helper: Helper, call: cst.Call, axis: str, code: Callable[[cst.CSTNode], str]
+) -> Union[Typed, str]:
     """The typed call `call` equals, or why it is not converted.
 
     `code` renders a node (for messages).
@@ -80,7 +82,7 @@ def typed_call(helper: Helper, call: cst.Call, axis: str, code: str) -> Union[Ty
     src, dst = helper.src, helper.dst
     for name, table in helper.choices.items():
         text = _value(helper, bound, name)
-        if text not in table:
+        if text is None or text not in table:
             given = "a non-literal value" if text is None else text
             return f"{name}= is {given}: the typed call depends on it (write True or False)"
         src, dst = table[text].get("src", src), table[text].get("dst", dst)

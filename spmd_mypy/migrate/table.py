@@ -41,7 +41,7 @@ class Helper:
 
     def defaults(self) -> Dict[str, str]:
         """Parameter name -> its default's source text (parameters with one)."""
-        return dict(p.split("=", 1) for p in self.params if "=" in p)  # type: ignore[misc]
+        return {p.split("=", 1)[0]: p.split("=", 1)[1] for p in self.params if "=" in p}
 
     def names(self) -> Tuple[str, ...]:
         return tuple(p.split("=", 1)[0] for p in self.params)
