@@ -1,0 +1,325 @@
+"""The codemod proper: rewrite recognised helper calls of one module into typed calls.
+
+    result = migrate_source(code, axis="tp", path="model.py")
+    result.code        # the new source (== code when nothing applies)
+    result.notes       # what was not converted, each with its line and reason
+
+One libcst pass (QualifiedNameProvider finds helpers under any alias or
+attribute path; ScopeProvider gives a parameter's uses for the boundary
+rule, boundary.py), then libcst's import visitors add the spmd_mypy names
+used and remove helper imports left unused.  Formatting and comments outside
+a rewritten call are kept; a call with a comment inside its dropped
+arguments is reported instead of rewritten.  Rewritten code holds no helper
+call, so a second run changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+from libcst.metadata import (
+    MetadataWrapper,
+    PositionProvider,
+    QualifiedName,
+    QualifiedNameProvider,
+    QualifiedNameSource,
+    ScopeProvider,
+)
+
+from . import boundary
+from .calls import Typed, TypeText, build, typed_call
+from .table import STYLES, by_qualified_name, unconverted_by_qualified_name
+
+FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+TYPE_NAMES = ("I", "R", "P", "S", "V")
+HELPERS = by_qualified_name()
+UNCONVERTED = unconverted_by_qualified_name()
+STYLE_MODULES = frozenset(m for s in STYLES for m in s.modules)
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something the codemod left alone: where and why."""
+
+    path: str
+    line: int
+    what: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.what}: not converted: {self.why}"
+
+
+@dataclass
+class Result:
+    code: str
+    converted: int = 0
+    annotated: int = 0
+    notes: List[Note] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Names:
+    """How the rewritten code spells spmd_mypy, its types, Spmd and Annotated."""
+
+    module: str  # the alias of `import spmd_mypy as <alias>`
+    add_module: bool
+    bare: Tuple[str, ...]  # type names written bare (imported from spmd_mypy)
+    annotated: Optional[str]  # None: no boundary annotations in this file
+
+
+def _names(module: cst.Module) -> Names:
+    used: Set[str] = set()
+    imported: Dict[str, str] = {}  # local name -> "module.name" for from-imports, "module" for imports
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            used.add(node.value)
+
+        def visit_Import(self, node: cst.Import) -> None:
+            for a in node.names:
+                full = cst.helpers.get_full_name_for_node(a.name) or ""
+                local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else full
+                imported[local] = full
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            mod = cst.helpers.get_full_name_for_node(node.module) if node.module and not node.relative else None
+            if mod and not isinstance(node.names, cst.ImportStar):
+                for a in node.names:
+                    name = cst.helpers.get_full_name_for_node(a.name) or ""
+                    local = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else name
+                    imported[local] = f"{mod}.{name}"
+
+    module.visit(_Collect())
+    alias = next((k for k, v in imported.items() if v == "spmd_mypy"), None)
+    add = alias is None
+    if alias is None:
+        alias = "spmd" if "spmd" not in used else "spmd_mypy"
+    bare = tuple(
+        n for n in (*TYPE_NAMES, "Spmd") if imported.get(n) == f"spmd_mypy.{n}" or (n not in used)
+    )
+    annotated: Optional[str] = "Annotated"
+    if "Annotated" in used and imported.get("Annotated") not in ("typing.Annotated", "typing_extensions.Annotated"):
+        annotated = None
+    return Names(alias, add, bare, annotated)
+
+
+def _short(qualified: str) -> str:
+    """A helper's name as the report shows it: `name`, or `Class.apply`."""
+    parts = qualified.split(".")
+    return ".".join(parts[-2:]) if parts[-1] == "apply" else parts[-1]
+
+
+def _first(names: Set[QualifiedName], table: Dict[str, object]) -> Optional[str]:
+    for q in sorted(names, key=lambda q: q.name):
+        if q.source == QualifiedNameSource.IMPORT and q.name in table:
+            return q.name
+    return None
+
+
+class _Migrate(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (QualifiedNameProvider, ScopeProvider, PositionProvider)
+
+    def __init__(self, module: cst.Module, path: str, axis: str, names: Names) -> None:
+        super().__init__()
+        self.module, self.path, self.axis, self.names = module, path, axis, names
+        self.type_text = TypeText(names.module, names.bare)
+        self.result = Result(module.code)
+        self.func_ids: Set[int] = set()
+        self.tensor_args: Dict[int, boundary.Fixed] = {}
+        self.results: Dict[int, boundary.Fixed] = {}
+        self.local_functions: Set[str] = set()
+        self.types_used: Set[str] = set()
+
+    # -- helpers ---------------------------------------------------------------------
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.get_metadata(PositionProvider, node).start.line
+
+    def _qnames(self, node: cst.CSTNode) -> Set[QualifiedName]:
+        return set(self.get_metadata(QualifiedNameProvider, node, set()))
+
+    def _note(self, node: cst.CSTNode, what: str, why: str) -> None:
+        self.result.notes.append(Note(self.path, self._line(node), what, why))
+
+    def _is_tensor(self, annotation: Optional[cst.Annotation]) -> bool:
+        if annotation is None:
+            return False
+        return any(q.name in boundary.TENSOR_NAMES for q in self._qnames(annotation.annotation))
+
+    # -- visits ----------------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        for stmt in node.body:
+            if isinstance(stmt, cst.ClassDef):
+                bases = set().union(*(self._qnames(b.value) for b in stmt.bases)) if stmt.bases else set()
+                if any(q.name in FUNCTION_BASES for q in bases):
+                    self.local_functions.add(stmt.name.value)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.func_ids.add(id(node.func))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._referenced(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._referenced(node)
+
+    def _referenced(self, node: cst.CSTNode) -> None:
+        if id(node) in self.func_ids:
+            return
+        name = _first(self._qnames(node), HELPERS)  # type: ignore[arg-type]
+        if name is not None:
+            self._note(node, _short(name), "referenced, not called: convert its calls by hand")
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        qnames = self._qnames(original.func)
+        name = _first(qnames, HELPERS)  # type: ignore[arg-type]
+        if name is None:
+            self._unknown(original, qnames)
+            return updated
+        short = _short(name)
+        helper = HELPERS[name][1]
+        typed = typed_call(helper, original, self.axis, self.module.code_for_node)
+        if isinstance(typed, str):
+            self._note(original, short, typed)
+            return updated
+        without_tensor = original.deep_replace(typed.tensor, cst.Name("_"))
+        if "#" in self.module.code_for_node(without_tensor):
+            self._note(original, short, "a comment inside its arguments would be lost: move it out of the call")
+            return updated
+        new = typed_call(helper, updated, self.axis, self.module.code_for_node)
+        assert isinstance(new, Typed)
+        self.types_used.update(t.split("(", 1)[0] for t in (typed.src, typed.dst))
+        if typed.axis_name is not None:
+            self.results[id(original)] = (typed.axis_name, typed.dst)
+            if isinstance(typed.tensor, cst.Name):
+                self.tensor_args[id(typed.tensor)] = (typed.axis_name, typed.src)
+        self.result.converted += 1
+        return build(new, self.names.module, self.type_text)
+
+    def _unknown(self, call: cst.Call, qnames: Set[QualifiedName]) -> None:
+        reason = _first(qnames, UNCONVERTED)  # type: ignore[arg-type]
+        if reason is not None:
+            self._note(call, _short(reason), UNCONVERTED[reason])
+            return
+        func = call.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value == "apply"
+            and isinstance(func.value, cst.Name)
+            and func.value.value in self.local_functions
+        ):
+            self._note(
+                call,
+                f"{func.value.value}.apply",
+                "an autograd Function this codemod does not know: its result is untyped; "
+                "replace it with the typed call it equals, or annotate the function that calls it",
+            )
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        if self.names.annotated is None:
+            return updated
+        scanned = boundary.scan(original.body)
+        if scanned.nested:
+            return updated
+        scope = self.get_metadata(ScopeProvider, original.body.body[0], None) if original.body.body else None
+        params = updated.params
+        if scope is not None:
+            params = params.with_changes(
+                params=[self._param(o, u, scope) for o, u in zip(original.params.params, params.params)],
+                kwonly_params=[
+                    self._param(o, u, scope) for o, u in zip(original.params.kwonly_params, params.kwonly_params)
+                ],
+            )
+        returns = updated.returns
+        if self._is_tensor(original.returns) and returns is not None:
+            fixed = boundary.return_type(scanned.returns, self.results)
+            if fixed is not None:
+                returns = self._annotate(returns, fixed)
+        return updated.with_changes(params=params, returns=returns)
+
+    def _param(self, original: cst.Param, updated: cst.Param, scope: object) -> cst.Param:
+        if not self._is_tensor(original.annotation) or updated.annotation is None:
+            return updated
+        name = original.name.value
+        accesses = [a.node for a in scope.accesses[name]]  # type: ignore[attr-defined]
+        assignments = len(scope.assignments[name])  # type: ignore[attr-defined]
+        fixed = boundary.param_type(accesses, assignments, self.tensor_args)
+        return updated if fixed is None else updated.with_changes(annotation=self._annotate(updated.annotation, fixed))
+
+    def _annotate(self, annotation: cst.Annotation, fixed: boundary.Fixed) -> cst.Annotation:
+        assert self.names.annotated is not None
+        self.result.annotated += 1
+        self.types_used.add(fixed[1].split("(", 1)[0])
+        spmd_name = "Spmd" if "Spmd" in self.names.bare else f"{self.names.module}.Spmd"
+        return annotation.with_changes(
+            annotation=boundary.annotated(
+                annotation.annotation, fixed, self.names.annotated, spmd_name, self.type_text
+            )
+        )
+
+
+def _style_imports(module: cst.Module) -> List[Tuple[str, Optional[str], Optional[str]]]:
+    """(module, name, asname) of every import of a style module or of a helper's name."""
+    found: List[Tuple[str, Optional[str], Optional[str]]] = []
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for a in small.names:
+                    full = cst.helpers.get_full_name_for_node(a.name) or ""
+                    alias = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else None
+                    if full in STYLE_MODULES:
+                        found.append((full, None, alias))
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                mod = cst.helpers.get_full_name_for_node(small.module) or ""
+                if isinstance(small.names, cst.ImportStar):
+                    continue
+                for a in small.names:
+                    name = cst.helpers.get_full_name_for_node(a.name) or ""
+                    alias = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else None
+                    full = f"{mod}.{name}"
+                    if full in STYLE_MODULES or full in HELPERS or f"{full}.apply" in HELPERS:
+                        found.append((mod, name, alias))
+    return found
+
+
+def _fix_imports(tree: cst.Module, original: cst.Module, names: Names, migrate: _Migrate) -> cst.Module:
+    ctx = CodemodContext()
+    if names.add_module:
+        AddImportsVisitor.add_needed_import(ctx, "spmd_mypy", asname=None if names.module == "spmd_mypy" else names.module)
+    needed = set(migrate.types_used)
+    if migrate.result.annotated:
+        needed.add("Spmd")
+        if names.annotated == "Annotated":
+            AddImportsVisitor.add_needed_import(ctx, "typing", "Annotated")
+    for name in sorted(needed & set(names.bare)):
+        AddImportsVisitor.add_needed_import(ctx, "spmd_mypy", name)
+    for mod, obj, alias in _style_imports(original):
+        RemoveImportsVisitor.remove_unused_import(ctx, mod, obj, alias)
+    tree = RemoveImportsVisitor(ctx).transform_module(tree)
+    return AddImportsVisitor(ctx).transform_module(tree)
+
+
+def migrate_source(code: str, axis: str = "tp", path: str = "<string>") -> Result:
+    """Rewrite one module's helper calls; see the module docstring."""
+    original = cst.parse_module(code)
+    names = _names(original)
+    migrate = _Migrate(original, path, axis, names)
+    tree = MetadataWrapper(original, unsafe_skip_copy=True).visit(migrate)
+    result = migrate.result
+    if result.converted or result.annotated:
+        tree = _fix_imports(tree, original, names, migrate)
+        result.code = tree.code
+    result.notes.sort(key=lambda n: n.line)
+    return result

@@ -1,0 +1,167 @@
+"""The codemod on fresh-written inputs: golden outputs, idempotence, comments, the report, the CLI,
+and the migrated files under mypy with the plugin."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tokenize
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from migrate_paths import EXPECTED, INPUTS, PROGRAMS, ROOT, STANDINS
+from spmd_mypy.migrate import migrate_source
+from spmd_mypy.migrate.__main__ import main
+
+FILES = (*PROGRAMS, "unconverted")
+
+
+def _comments(code: str) -> List[str]:
+    return [t.string for t in tokenize.generate_tokens(io.StringIO(code).readline) if t.type == tokenize.COMMENT]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_golden(name: str) -> None:
+    got = migrate_source((INPUTS / f"{name}.py").read_text(), path=f"{name}.py")
+    assert got.code == (EXPECTED / f"{name}.py").read_text()
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_idempotent(name: str) -> None:
+    once = (EXPECTED / f"{name}.py").read_text()
+    again = migrate_source(once)
+    assert again.code == once
+    assert again.converted == again.annotated == 0
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_comments_kept(name: str) -> None:
+    source = (INPUTS / f"{name}.py").read_text()
+    before = _comments(source)
+    assert before, "each input has comments"
+    after = _comments(migrate_source(source).code)
+    assert sorted(after) == sorted(before)
+
+
+def test_counts() -> None:
+    """Every helper call of the four programs is converted; the annotations the rule allows."""
+    got = {n: migrate_source((INPUTS / f"{n}.py").read_text()) for n in PROGRAMS}
+    assert {n: (r.converted, r.annotated, len(r.notes)) for n, r in got.items()} == {
+        "megatron_mlp": (8, 4, 0),
+        "neox_mlp": (8, 1, 0),
+        "nanotron_mlp": (6, 0, 0),  # group expressions: the axis name is not known, no annotation
+        "picotron_mlp": (3, 3, 0),
+    }
+
+
+REPORT = [
+    "29: copy_to_tensor_model_parallel_region: not converted: called with *args or **kwargs: "
+    "the arguments are not known statically",
+    "30: gather_from_sequence_parallel_region: not converted: tensor_parallel_output_grad= is a non-literal "
+    "value: the typed call depends on it (write True or False)",
+    "31: gather_from_sequence_parallel_region: not converted: use_global_buffer=True has no typed "
+    "equivalent (only its default)",
+    "32: gather_from_sequence_parallel_region: not converted: seq_dim= is not an int literal: "
+    "the sharded dim is not known statically",
+    "33: MyAllReduce.apply: not converted: an autograd Function this codemod does not know: its result is "
+    "untyped; replace it with the typed call it equals, or annotate the function that calls it",
+    "34: LinearWithAsyncAllReduce.apply: not converted: a fused linear with its own backward all-reduce: "
+    "write convert(x, axis, src=I, dst=R) before an F.linear",
+    "35: all_to_all: not converted: ragged all_to_all: write spmd.all_to_all(x, axis, src=V, dst=V, "
+    "split_sizes=(in, out))",
+    "36: reduce_from_tensor_model_parallel_region: not converted: a comment inside its arguments would be "
+    "lost: move it out of the call",
+    "40: scatter_to_tensor_model_parallel_region: not converted: keyword argument bogus= is not a "
+    "parameter of the helper",
+    "45: copy_to_tensor_model_parallel_region: not converted: referenced, not called: convert its calls by hand",
+]
+
+
+def test_report_and_cli(tmp_path: Path) -> None:
+    """Diff by default (file untouched), --check exits 1, --write rewrites, then --check passes."""
+    target = tmp_path / "unconverted.py"
+    shutil.copy(INPUTS / "unconverted.py", target)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main([str(tmp_path)]) == 0
+    text = out.getvalue()
+    assert target.read_text() == (INPUTS / "unconverted.py").read_text()
+    assert f"+        spmd.all_reduce(x, \"tp\", src=P, dst=I),  # converted\n" in text
+    notes = [line for line in text.splitlines() if ": not converted: " in line]
+    assert notes == [f"{target}:{line}" for line in REPORT]
+    assert text.splitlines()[-1] == "1 calls converted, 0 annotations added; 1 files would change; 10 not converted"
+    with redirect_stdout(io.StringIO()):
+        assert main(["--check", str(target)]) == 1
+        assert main(["--write", str(target)]) == 0
+        assert main(["--check", str(target)]) == 0
+    assert target.read_text() == (EXPECTED / "unconverted.py").read_text()
+
+
+def test_axis_option() -> None:
+    src = "from megatron.mpu import copy_to_model_parallel_region as f\n\ndef g(x):\n    return f(x)\n"
+    got = migrate_source(src, axis="model")
+    assert got.code == (
+        "import spmd_mypy as spmd\nfrom spmd_mypy import I, R\n\n"
+        'def g(x):\n    return spmd.convert(x, "model", src=I, dst=R)\n'
+    )
+
+
+def test_name_collisions() -> None:
+    """A file that already uses `spmd`, `I` or `S` gets the qualified spellings."""
+    src = (
+        "from megatron.core import tensor_parallel as tp\n\nspmd = 1\nI = 2\n\n"
+        "def g(x):\n    return tp.scatter_to_tensor_model_parallel_region(x)\n"
+    )
+    got = migrate_source(src)
+    assert 'spmd_mypy.convert(x, "tp", src=spmd_mypy.I, dst=S(-1))' in got.code
+    assert "import spmd_mypy\n" in got.code and "from spmd_mypy import S\n" in got.code
+
+
+def _mypy_ini(cache: Path) -> str:
+    return "\n".join(
+        [
+            "[mypy]",
+            "python_version = 3.11",
+            "plugins = spmd_mypy.plugin",
+            f"mypy_path = {ROOT / 'stubs' / 'torch-spmd'}:{ROOT}:{STANDINS}",
+            "allow_redefinition = True",
+            "show_error_codes = True",
+            f"cache_dir = {cache / 'cache'}",
+            "[mypy-spmd_mypy.*]",
+            "follow_imports = silent",
+            "",
+        ]
+    )
+
+
+def test_migrated_files_pass_mypy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One mypy run (plugin in strict mode): the migrated programs are clean, and a copy of one
+    with a wrong src is reported at that line (the plugin does check these files)."""
+    cache_root = getattr(request.config, "cache", None)
+    base = Path(cache_root.mkdir("spmd_migrate_mypy")) if cache_root is not None else tmp_path_factory.mktemp("mypy")
+    work = tmp_path_factory.mktemp("migrated")
+    for name in PROGRAMS:
+        shutil.copy(EXPECTED / f"{name}.py", work / f"{name}.py")
+    good = (EXPECTED / "megatron_mlp.py").read_text()
+    wrong_line = 'return spmd.all_reduce(partial, "tp", src=P, dst=I)'
+    assert wrong_line in good
+    (work / "mutant.py").write_text(good.replace("def leave_row(partial: Annotated[Tensor, Spmd(tp=P)])",
+                                                 "def leave_row(partial: Annotated[Tensor, Spmd(tp=R)])"))
+    line = next(i for i, text in enumerate(good.splitlines(), 1) if wrong_line in text)
+    ini = base / "mypy.ini"
+    ini.write_text(_mypy_ini(base))
+    env = dict(os.environ, SPMD_MYPY_STRICT="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ini), *sorted(str(p) for p in work.glob("*.py"))],
+        capture_output=True, text=True, cwd=work, env=env, timeout=600,
+    )
+    errors = [ln for ln in proc.stdout.splitlines() if ": error:" in ln]
+    assert len(errors) == 1 and errors[0].startswith(f"mutant.py:{line}: error: spmd.all_reduce on axis 'tp'"), (
+        proc.stdout + proc.stderr
+    )
