@@ -29,7 +29,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, ops, parameters, reading, relation, setup_check, untyped
+from . import _mypy, comms, config, declared, global_mode, megatron, ops, parameters, reading, relation, setup_check, untyped
 from ..vocab.opclasses import untyped_function
 from .guard import STRICT, guarded, nothing, report_skipped
 from .annotations import mentions_spmd, mentions_untyped_torch
@@ -165,9 +165,9 @@ class SpmdPlugin(_mypy.Plugin):
             for (name, hook), what in zip(declared.HOOKS.items(), ("Returned value", "Assigned value"))
         }
         self._functions = _Hooks(
-            _function_hook, {**comms.HOOKS, **declared_hooks, **global_mode.HOOKS, **untyped.HOOKS}
+            _function_hook, {**comms.HOOKS, **declared_hooks, **global_mode.HOOKS, **untyped.HOOKS, **megatron.HOOKS}
         )
-        self._methods = _Hooks(_method_hook)
+        self._methods = _Hooks(_method_hook, dict(megatron.HOOKS))  # megatron-core's layer calls
         self._signatures = _Hooks(_signature_hook)
         self._attributes = _Hooks(_attribute_hook)
         self._types = _Hooks(self._type_hook, {_mypy.TENSOR: self._tensor_hook})

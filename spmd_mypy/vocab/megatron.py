@@ -33,6 +33,10 @@ __all__ = [
     "TP_GROUP_GETTERS",
     "by_fullname",
     "collective_for",
+    "Layer",
+    "LAYERS",
+    "LAYER_MODULES",
+    "layer_rows",
 ]
 
 DEFAULT_AXIS: Final = "tp"
@@ -140,3 +144,69 @@ def collective_for(mapping: Mapping, flags: Dict[str, object]) -> Optional[Colle
     if len(chosen) > 1:
         return None
     return chosen[0] if chosen else mapping.typed
+
+
+# -- the parallel layers ---------------------------------------------------------
+
+LAYER_MODULES: Final = ("megatron.core.tensor_parallel.layers", "megatron.core.tensor_parallel")
+
+Flags = Tuple[bool, ...]  # the layer's flags, in the order of Layer.flags
+
+
+class Layer(NamedTuple):
+    """A parallel layer's call on the tensor-parallel axis, per flag setting:
+    the input types it takes and the output type it gives (None: the setting
+    is rejected by megatron-core's constructor)."""
+
+    name: str
+    flags: Tuple[str, ...]  # the class's type parameters, in order
+    rows: Dict[Flags, Optional[Tuple[Tuple[AxisType, ...], AxisType]]]
+    call_flag: Optional[str] = None  # a forward argument that overrides flags[0]
+
+
+LAYERS: Final[Tuple[Layer, ...]] = (
+    # copy_to (I -> R) or, under sequence parallelism, an all-gather of dim 0
+    # inside the matmul (backward reduce-scatter); the weight's rows are split,
+    # so the output is S(-1); gather_output all-gathers it (backward split).
+    Layer(
+        "ColumnParallelLinear",
+        ("gather_output", "sequence_parallel"),
+        {
+            (False, False): ((I,), S(-1)),
+            (True, False): ((I,), I),
+            (False, True): ((S(0),), S(-1)),
+            (True, True): ((S(0),), I),
+        },
+        call_flag="runtime_gather_output",
+    ),
+    # input_is_parallel=False scatters an I input (I -> S(-1)); the matmul on
+    # the split input is a partial sum, reduced by reduce_from (P -> I) or,
+    # under sequence parallelism, reduce_scatter_to_sequence (P -> S(0)).
+    Layer(
+        "RowParallelLinear",
+        ("input_is_parallel", "sequence_parallel"),
+        {
+            (True, False): ((S(-1), V), I),
+            (True, True): ((S(-1), V), S(0)),
+            (False, False): ((I,), I),
+            (False, True): None,  # megatron raises: sequence_parallel needs input_is_parallel
+        },
+    ),
+    # a masked lookup of replicated token ids, then reduce_from (P -> I) or
+    # reduce_scatter_to_sequence (P -> S(0)); ids carry no gradient (R or I).
+    Layer(
+        "VocabParallelEmbedding",
+        ("reduce_scatter_embeddings",),
+        {(False,): ((R, I), I), (True,): ((R, I), S(0))},
+    ),
+)
+
+
+def layer_rows(layer: Layer, known: Tuple[Optional[bool], ...]) -> Tuple[Tuple[Tuple[AxisType, ...], AxisType], ...]:
+    """The rows a layer's call may run: every valid setting that agrees with
+    the flags known statically (None: a flag that is not a literal)."""
+    return tuple(
+        row
+        for flags, row in layer.rows.items()
+        if row is not None and all(k is None or k == f for k, f in zip(known, flags))
+    )
