@@ -20,7 +20,11 @@ os.environ["MYPYPATH"] = os.pathsep.join([str(ROOT / "stubs" / "torch-spmd"), st
 # MYPYPATH and, with mypy_modify_pythonpath, PYTHONPATH: without it the plugin
 # mypy imports is whichever spmd_mypy the interpreter has installed, perhaps
 # another checkout's.
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+# stubs/torch-spmd goes on it too: mypy finds a `-stubs` package (megatron-stubs)
+# only on the interpreter's search path, never on MYPYPATH.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(ROOT), str(ROOT / "stubs" / "torch-spmd"), os.environ.get("PYTHONPATH")])
+)
 
 # pytest-mypy-plugins keeps its cache under --mypy-testing-base, which defaults
 # to the machine-wide temp dir: two checkouts with different plugin versions

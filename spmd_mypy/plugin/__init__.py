@@ -35,7 +35,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, local_map, ops, parameters, reading, relation, setup_check, untyped
+from . import _mypy, comms, config, declared, global_mode, local_map, megatron, ops, parameters, reading, relation, setup_check, untyped
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
 from .guard import STRICT, guarded, nothing, report_skipped
@@ -179,9 +179,10 @@ class SpmdPlugin(_mypy.Plugin):
                 global_mode.HOOKS,
                 local_map.HOOKS,
                 untyped.HOOKS,
+                megatron.HOOKS,
             ),
         )
-        self._methods = _Hooks(_method_hook)
+        self._methods = _Hooks(_method_hook, dict(megatron.HOOKS))  # megatron-core's layer calls
         self._signatures = _Hooks(_signature_hook)
         self._attributes = _Hooks(_attribute_hook)
         self._types = _Hooks(self._type_hook, {_mypy.TENSOR: self._tensor_hook})

@@ -187,3 +187,30 @@ def test_other_checkers_in_a_user_project(installed: Installed, checker: str) ->
                 "model.py", "probe.py"]
     done = _run([sys.executable, *args], project)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+MEGATRON = '''\
+from typing import Annotated
+
+from torch import Tensor
+
+from megatron.core.tensor_parallel import copy_to_tensor_model_parallel_region
+from spmd_mypy import I, Spmd
+
+
+def region(x: Annotated[Tensor, Spmd(tp=I)]) -> None:
+    reveal_type(copy_to_tensor_model_parallel_region(x))
+'''
+
+
+def test_megatron_stubs_found_without_configuration(installed: Installed) -> None:
+    """The megatron-stubs package is found beside an installed megatron-core
+    (no mypy_path, no ignore_missing_imports), and the plugin types the call."""
+    if importlib.util.find_spec("megatron.core") is None:
+        pytest.skip("megatron-core is not installed (it is in the test extras)")
+    (installed.project / "megatron_model.py").write_text(MEGATRON)
+    done = _run([str(installed.python), "-m", "mypy", "--cache-dir", str(installed.project / ".mypy_cache"),
+                 "--no-error-summary", "megatron_model.py"], installed.project)
+    assert done.stdout.splitlines() == [
+        "megatron_model.py:10: note: Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=R']]\""
+    ], done.stdout + done.stderr

@@ -114,6 +114,8 @@ from .tensor_types import (
     with_arg_types,
     with_signature,
     with_tuple_items,
+    literal_bool,
+    type_arguments,
 )
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
@@ -218,6 +220,8 @@ __all__ = [
     "with_arg_types",
     "with_signature",
     "with_tuple_items",
+    "type_arguments",
+    "literal_bool",
     # writes
     "quietly_typed",
     "written_value",

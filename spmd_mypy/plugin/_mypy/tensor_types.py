@@ -11,6 +11,7 @@ from mypy.types import (
     AnyType,
     CallableType,
     Instance,
+    LiteralType,
     NoneType,
     TupleType,
     Type,
@@ -233,3 +234,17 @@ def _record(info: TypeInfo) -> bool:
         or "dataclass" in info.metadata
         or "attrs" in info.metadata
     )
+
+
+def type_arguments(typ: Type) -> List[Type]:
+    """The type arguments of an instance type (`Layer[Literal[True]]` -> [Literal[True]])."""
+    proper = get_proper_type(typ)
+    return list(proper.args) if isinstance(proper, Instance) else []
+
+
+def literal_bool(typ: Type) -> Optional[bool]:
+    """True/False for `Literal[True]`/`Literal[False]`, else None."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, LiteralType) and isinstance(proper.value, bool):
+        return proper.value
+    return None
