@@ -20,7 +20,11 @@ os.environ["MYPYPATH"] = os.pathsep.join([str(ROOT / "stubs" / "torch-spmd"), st
 # MYPYPATH and, with mypy_modify_pythonpath, PYTHONPATH: without it the plugin
 # mypy imports is whichever spmd_mypy the interpreter has installed, perhaps
 # another checkout's.
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+# The stub packages dir comes first: mypy finds a `-stubs` package (spmd_types')
+# only on the interpreter's path, never on MYPYPATH.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(ROOT / "stubs" / "torch-spmd"), str(ROOT), os.environ.get("PYTHONPATH")])
+)
 
 # pytest-mypy-plugins keeps its cache under --mypy-testing-base, which defaults
 # to the machine-wide temp dir: two checkouts with different plugin versions
