@@ -20,10 +20,10 @@ os.environ["MYPYPATH"] = os.pathsep.join([str(ROOT / "stubs" / "torch-spmd"), st
 # MYPYPATH and, with mypy_modify_pythonpath, PYTHONPATH: without it the plugin
 # mypy imports is whichever spmd_mypy the interpreter has installed, perhaps
 # another checkout's.
-# stubs/torch-spmd goes on it too: mypy finds a `-stubs` package (megatron-stubs)
-# only on the interpreter's search path, never on MYPYPATH.
+# The stub packages dir comes first: mypy finds a `-stubs` package (megatron-stubs, spmd_types-stubs)
+# only on the interpreter's path, never on MYPYPATH.
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [str(ROOT), str(ROOT / "stubs" / "torch-spmd"), os.environ.get("PYTHONPATH")])
+    filter(None, [str(ROOT / "stubs" / "torch-spmd"), str(ROOT), os.environ.get("PYTHONPATH")])
 )
 
 # pytest-mypy-plugins keeps its cache under --mypy-testing-base, which defaults

@@ -16,6 +16,7 @@ of times per run):
   user class attributes   parameters.write_hook   (writes to a module parameter: a plain Tensor,
                                                   or a value of the declared SPMD type)
   spmd.local_map(fn, ...) local_map.HOOKS         (fn checked against in_types/out_types)
+  spmd_types.*            spmd_types.HOOKS        (the runtime checker's API, read with our rules)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
@@ -35,7 +36,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, local_map, megatron, ops, parameters, reading, relation, setup_check, untyped
+from . import _mypy, comms, config, declared, global_mode, local_map, megatron, ops, parameters, reading, relation, setup_check, spmd_types, untyped
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
 from .guard import STRICT, guarded, nothing, report_skipped
@@ -178,6 +179,7 @@ class SpmdPlugin(_mypy.Plugin):
                 declared.hooks(global_mode.exact_declared),
                 global_mode.HOOKS,
                 local_map.HOOKS,
+                spmd_types.HOOKS,
                 untyped.HOOKS,
                 megatron.HOOKS,
             ),

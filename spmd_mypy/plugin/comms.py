@@ -68,10 +68,29 @@ def _collective(
     if axis is None or src is None or dst is None:
         return default  # a ProcessGroup or computed argument: not typed statically
     expert = expert_arg is not None and _mypy.is_true(expert_arg[0])
+    return type_collective(ctx, op, x, axis, src, dst, expert, refine)
+
+
+def type_collective(
+    ctx: Any,
+    op: str,
+    x: Tuple[_mypy.Expression, _mypy.Type],
+    axis: Union[str, Tuple[str, ...]],
+    src: AxisType,
+    dst: AxisType,
+    expert: bool = False,
+    refine: Optional[Refine] = None,
+    suffix: str = "",
+) -> _mypy.Type:
+    """The collective `op` on `x` over `axis` from src to dst, with its
+    arguments read: checked (the vocabulary's plan, then src against x's
+    type per axis) and typed (dst on those axes).  `suffix` is added to every
+    message (how another API's call maps onto this one)."""
+    default = ctx.default_return_type
     try:
         plan(op, src, dst, axis=axis, expert_mode=expert)
     except CollectiveError as e:
-        ctx.api.fail(str(e), ctx.context, code=SPMD_COLLECTIVE)
+        ctx.api.fail(str(e) + suffix, ctx.context, code=SPMD_COLLECTIVE)
         return default
     refined = refine(ctx, op, x, axis, src, dst, expert) if refine is not None else None
     if refined is not None:
@@ -99,7 +118,8 @@ def _collective(
                         f", or drop this call if {name} is already what you need"
                         if local_kind(have) in ("R", "I") and op in ("all_reduce", "redistribute")
                         else ""
-                    ),
+                    )
+                    + suffix,
                     ctx.context,
                     code=SPMD_COLLECTIVE,
                 )
@@ -145,19 +165,29 @@ def _assert_spmd(ctx: Any) -> _mypy.Type:
         return default
     if asserted is None:
         return default
+    return asserted_type(ctx, x, asserted)
+
+
+def asserted_type(
+    ctx: Any, x: Tuple[_mypy.Expression, _mypy.Type], asserted: Spmd, label: str = "spmd.assert_spmd", suffix: str = ""
+) -> _mypy.Type:
+    """x's type after an assertion of `asserted`: each axis checked against what
+    the checker inferred (reported under `label`, `suffix` appended), then
+    the asserted axes replace the inferred ones."""
     actual = spmd_of(x[1])
     if actual is not None:
         for a, got, want in mismatches(actual, asserted):
             fix = fix_call(got, want, a, _mypy.expr_text(x[0]))
             ctx.api.fail(
-                f"spmd.assert_spmd on axis {a!r}: {_mypy.expr_text(x[0])} is {got}, not {want}; "
-                f"{mismatch_consequence(got, want, a)}" + (f". Hint: {fix}" if fix else ""),
+                f"{label} on axis {a!r}: {_mypy.expr_text(x[0])} is {got}, not {want}; "
+                f"{mismatch_consequence(got, want, a)}" + (f". Hint: {fix}" if fix else "") + suffix,
                 ctx.context,
                 code=SPMD_ARG,
             )
     merged: Dict[str, AxisType] = dict(actual.axes) if actual is not None else {}
     merged.update(asserted.axes)
-    result = asserted if asserted.spec is not None else Spmd.of(merged, None, asserted.nograd)
+    whole = asserted.spec is not None or asserted.rest is not None  # names every axis
+    result = asserted if whole else Spmd.of(merged, None, asserted.nograd)
     return carrier(ctx.api, result)
 
 

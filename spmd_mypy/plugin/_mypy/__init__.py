@@ -14,7 +14,8 @@ pyproject.toml.  The rest of the plugin imports from here only:
   tree            the stub module's calls in a tree; walking statements
   route_declared  rewrite pass: returns and annotated assignments
   wrap_untyped    rewrite pass: calls torch leaves untyped
-  rewrites        when the two passes run (before analysis, or from the analyzer)
+  spmd_types_tree rewrite pass: spmd_types' asserting statements; reading its arguments
+  rewrites        when the passes run (before analysis, or from the analyzer)
   writes          the value of an attribute write, typed ahead without messages
 """
 
@@ -117,6 +118,7 @@ from .tensor_types import (
     literal_bool,
     type_arguments,
 )
+from .spmd_types_tree import dict_entries, enum_value, is_process_group, literal_str
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
 from .writes import quietly_typed, written_value
@@ -136,6 +138,11 @@ __all__ = [
     "Plugin",
     "ReportConfigContext",
     "Type",
+    # spmd_types_tree
+    "dict_entries",
+    "enum_value",
+    "is_process_group",
+    "literal_str",
     # analyzer
     "alias_holding_carrier",
     "alias_reference",

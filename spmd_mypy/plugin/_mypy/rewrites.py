@@ -26,6 +26,7 @@ from mypy.nodes import (
 from mypy.plugin import AnalyzeTypeContext
 
 from .route_declared import route_declared
+from .spmd_types_tree import refine_asserts
 from .tree import PHANTOM_ALIAS, PHANTOM_MODULE, functions_of
 from .wrap_untyped import wrap_untyped_calls
 
@@ -55,6 +56,7 @@ def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[
         tree.defs.insert(at, imp)
         tree.imports.append(imp)
     route_declared(tree.defs)
+    refine_asserts(tree)
     if untyped is not None:
         wrap_untyped_calls(tree, tree, untyped)
     _ROUTED[tree.path] = (tree, None)
@@ -94,6 +96,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
         tree.names[PHANTOM_ALIAS] = SymbolTableNode(GDEF, phantom, module_public=False)
     if not sem.recurse_into_functions:
         route_declared(tree.defs)
+        refine_asserts(tree)
         if untyped is not None:  # function bodies only: the top level is analysed
             for func in functions_of(tree.defs):
                 wrap_untyped_calls(tree, func.body, untyped)
@@ -109,6 +112,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
     if funcs is not None and id(stmt) not in funcs:
         funcs.add(id(stmt))
         route_declared([stmt])
+        refine_asserts(tree, [stmt])
         if untyped is not None:
             for func in functions_of([stmt]):
                 wrap_untyped_calls(tree, func.body, untyped)
