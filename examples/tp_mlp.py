@@ -11,7 +11,7 @@ compare output and gradients with the same MLP on one process.
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
@@ -38,14 +38,6 @@ class TensorParallelMLP(nn.Module):
         return spmd.all_reduce(out, "tp", src=P, dst=I)
 
 
-def on_rank(t: Optional[Tensor], rank: int) -> Tensor:
-    """One simulated rank's local tensor."""
-    from torch.distributed._local_tensor import LocalTensor
-
-    assert isinstance(t, LocalTensor)
-    return t._local_tensors[rank]
-
-
 def grad_of(t: Tensor) -> Tensor:
     assert t.grad is not None
     return t.grad
@@ -53,10 +45,6 @@ def grad_of(t: Tensor) -> Tensor:
 
 def main(tp: int = 4, hidden: int = 8, ffn: int = 16, batch: int = 3) -> float:
     """One forward/backward on `tp` simulated ranks; returns the largest error."""
-    import torch.distributed as dist
-    from torch.distributed._local_tensor import LocalTensorMode
-    from torch.distributed.device_mesh import init_device_mesh
-
     gen = torch.Generator().manual_seed(0)
     x_full = torch.randn(batch, hidden, generator=gen, dtype=torch.float64)
     w_in_full = torch.randn(ffn, hidden, generator=gen, dtype=torch.float64)
@@ -69,15 +57,12 @@ def main(tp: int = 4, hidden: int = 8, ffn: int = 16, batch: int = 3) -> float:
     out_ref = F.gelu(x_ref @ w_in_ref.T) @ w_out_ref.T
     (out_ref**2).sum().backward()
 
-    if not dist.is_initialized():
-        dist.init_process_group("fake", rank=0, world_size=tp)
-    mesh = init_device_mesh("cpu", (tp,), mesh_dim_names=("tp",))
     rows = ffn // tp
-    with LocalTensorMode(tp) as mode, spmd.set_mesh(mesh):
-        x = mode.rank_map(lambda r: x_full.clone()).requires_grad_()
+    with spmd.simulate(tp=tp) as sim:  # tp ranks simulated in this process
+        x = sim.per_rank(lambda r: x_full.clone()).requires_grad_()
         mlp = TensorParallelMLP(
-            mode.rank_map(lambda r: w_in_full[r * rows : (r + 1) * rows].clone()),
-            mode.rank_map(lambda r: w_out_full[:, r * rows : (r + 1) * rows].clone()),
+            sim.per_rank(lambda r: w_in_full[r * rows : (r + 1) * rows].clone()),
+            sim.per_rank(lambda r: w_out_full[:, r * rows : (r + 1) * rows].clone()),
         )
         out = mlp(x)
         loss = (out**2).sum()  # I on tp: every rank's implicit grad of 1.0 is right
@@ -87,10 +72,10 @@ def main(tp: int = 4, hidden: int = 8, ffn: int = 16, batch: int = 3) -> float:
         for r in range(tp):
             local = slice(r * rows, (r + 1) * rows)
             pairs = [
-                (on_rank(out, r), out_ref),
-                (on_rank(x.grad, r), grad_of(x_ref)),
-                (on_rank(mlp.w_in.grad, r), grad_of(w_in_ref)[local]),
-                (on_rank(mlp.w_out.grad, r), grad_of(w_out_ref)[:, local]),
+                (sim.rank(out, r), out_ref),
+                (sim.rank(grad_of(x), r), grad_of(x_ref)),
+                (sim.rank(grad_of(mlp.w_in), r), grad_of(w_in_ref)[local]),
+                (sim.rank(grad_of(mlp.w_out), r), grad_of(w_out_ref)[:, local]),
             ]
             err = max([err] + [(a - b).abs().max().item() for a, b in pairs])
     return err

@@ -36,6 +36,7 @@ _RUNTIME = {
     "redistribute": "api",
     "assert_spmd": "api",
     "set_mesh": "mesh",
+    "simulate": "simulate",
     "current_mesh": "mesh",
     "matmul": "global_ops",
     "einsum": "global_ops",
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
     )
     from .runtime.global_ops import einsum, global_spmd, linear, local_map, matmul, mean, sum
     from .runtime.mesh import current_mesh, set_mesh
+    from .runtime.simulate import simulate
 
 
 def __getattr__(name: str) -> Any:

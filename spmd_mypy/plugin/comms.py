@@ -109,11 +109,10 @@ def type_collective(
             have = actual.axis_type(a) if actual is not None else None
             if have is not None and local_kind(have) != local_kind(src) and (a, str(have)) not in reported:
                 reported.add((a, str(have)))
-                fix = fix_call(have, src, a, name)
                 ctx.api.fail(
                     f"spmd.{op} on axis {a!r}: src={src}, but {name} is {have} there; "
                     f"{mismatch_consequence(have, src, a)}"
-                    + (f". Hint: make it {src} first with {fix}" if fix else "")
+                    + _src_hint(have, src, dst, a, name, len(axes) == 1, len(alternatives) > 1)
                     + (
                         f", or drop this call if {name} is already what you need"
                         if local_kind(have) in ("R", "I") and op in ("all_reduce", "redistribute")
@@ -126,6 +125,22 @@ def type_collective(
         results.append(_after(actual, axes, dst))
     types = [carrier(ctx.api, r) for r in dict.fromkeys(results)]
     return _mypy.replace_tensors(default, _mypy.union_of(types))
+
+
+def _src_hint(
+    have: AxisType, src: AxisType, dst: AxisType, axis: str, name: str, one_axis: bool, branch: bool
+) -> str:
+    """The fix for a collective whose input is not its src: one call from what
+    the value is to the dst asked for, in place of this one (reduce_scatter,
+    not a convert of an all_reduce), else the call that makes it src first.
+    For a value from branches (`branch`), in the branch that gives `have`."""
+    whole = fix_call(have, dst, axis, name) if one_axis and not branch else None
+    if whole is not None:
+        return f". Hint: {whole} in place of this call"
+    fix = fix_call(have, src, axis, name)
+    if fix and branch:
+        return f". Hint: in the branch where {name} is {have}, make it {src} with {fix}"
+    return f". Hint: make it {src} first with {fix}" if fix else ""
 
 
 def _after(actual: Optional[Spmd], axes: Tuple[str, ...], dst: AxisType) -> Spmd:

@@ -17,7 +17,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from ..vocab.collectives import fix_call
 from ..vocab.localtype import I, P, R, AxisType, grad_type, local_kind
 from ..vocab.opclasses import (
+    ASSIGN,
+    DIVIDE,
     FACTORY,
+    LINEAR,
     WITHOUT_OPERANDS,
     AFFINE,
     NO_GRAD_RESULTS,
@@ -33,7 +36,7 @@ from ..vocab.opclasses import (
     op_class_or_none,
     out_of_place,
 )
-from ..vocab.opnames import VIEW_ATTRIBUTES, display_name
+from ..vocab.opnames import OPERATOR_SYMBOLS, VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
 from . import _mypy
 from .callsite import has_typed_operand, operands, receiver_text, typed_result
@@ -47,12 +50,40 @@ def _axis_operand(op: object, axis: str) -> object:
     return op.axis_type(axis) if isinstance(op, Spmd) else op
 
 
-def _hint(err: OpRuleError, axis: str, on_axis: List[Tuple[str, object]]) -> str:
+def _fix(
+    err: OpRuleError, axis: str, on_axis: List[Tuple[str, object]], nograd: List[bool], cls: str
+) -> Tuple[str, List[object]]:
+    """(the calls that fix the offending operands, the operands' types with
+    them applied).  Invariant operands are made R (convert(I -> R),
+    Megatron's copy-to-region), every one of them; a Partial one is reduced
+    to I when the other operands are Invariant (it then meets them as I),
+    else to R; a per-rank count without gradient that divides a Partial
+    value is summed instead (the loss normalised by the global count)."""
+    types = [t for _, t in on_axis]
     if err.code == "invariant-mixed":
-        culprit = next((n for n, t in on_axis if t is I), "x")
-        return fix_call(I, R, axis, culprit) or ""
-    culprit = next((n for n, t in on_axis if t is P), "x")
-    return fix_call(P, R, axis, culprit) or ""
+        bad = [k for k, t in enumerate(types) if t is I and not nograd[k]] or [
+            k for k, t in enumerate(types) if t is I
+        ]
+        calls = [fix_call(I, R, axis, on_axis[k][0]) or "" for k in bad]
+        return " and ".join(c for c in calls if c), [R if k in bad else t for k, t in enumerate(types)]
+    count = next(
+        (k for k, t in enumerate(types) if k > 0 and local_kind(t) == "V" and nograd[k]), None
+    ) if cls == DIVIDE and types and types[0] is P else None
+    if count is not None:
+        name = on_axis[count][0]
+        summed = f"spmd.all_reduce(spmd.reinterpret({name}, {axis!r}, src=V, dst=P), {axis!r}, src=P, dst=R)"
+        return summed, [R if k == count else t for k, t in enumerate(types)]
+    i = next((k for k, t in enumerate(types) if t is P), None)
+    if i is None:
+        return "", types
+    others = [local_kind(t) for k, t in enumerate(types) if k != i and isinstance(t, AxisType)]
+    want = I if others and all(k == "I" for k in others) else R
+    fixed = types[:i] + [want] + types[i + 1:]
+    if cls == LINEAR and err.code in ("partial-mixed", "partial-scalar"):
+        # `out + bias` before the reduction: the code after it reduces `out`
+        # as the pending sum it expects, so it goes on as P.
+        fixed = [P if isinstance(t, AxisType) else t for t in types if t is not SCALAR]
+    return fix_call(P, want, axis, on_axis[i][0]) or "", fixed
 
 
 def _affine_roles(ctx: Any, name: str, receiver: bool) -> Optional[Tuple[List[Operand], Optional[Operand]]]:
@@ -130,7 +161,10 @@ def infer_all(
     for message in first_error.values():
         found, sep, hint = message.partition(". Hint: ")
         where = f" (in one of the {total} combinations of the operands' Union alternatives)" if len(keys) > 1 else ""
-        _report_op_error(ctx, name, found + where + sep + hint)
+        # The fix belongs in the branch that gives these types, not here,
+        # where it would break the others.
+        hint = f". Hint: in the branch that gives these types, {hint}" if sep else ""
+        _report_op_error(ctx, name, found + where + hint)
     if any(r != results[0] for r in results):
         if all(r is not None for r in results):
             # Alternatives typed differently: the result is their Union.
@@ -215,7 +249,7 @@ def _infer_typed(
             t = _combine(cls, [t for _, t in on_axis], nograd, n_product)
         except OpRuleError as err:
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
-            hint = _hint(err, axis, on_axis)
+            hint, fixed = _fix(err, axis, on_axis, nograd, cls)
             message = f"{display_name(name, namespace)} on axis {axis!r} ({found}): {err}" + (
                 f". Hint: {hint}" if hint else ""
             )
@@ -224,7 +258,7 @@ def _infer_typed(
             else:
                 _report_op_error(ctx, name, message)
             failed = True
-            continue
+            t = _combined_or_none(cls, fixed, nograd, n_product)  # typed as the fix would type it
         if t is not None:
             result[axis] = t
     rest = _rest(cls, ops, nograd, n_product)
@@ -242,6 +276,13 @@ def _combine(cls: str, types: List[object], nograd: List[bool], n_product: int) 
         bias = types[n_product] if len(types) > n_product else None
         return combine_affine(types[:n_product], bias, nograd)  # type: ignore[arg-type]
     return combine(cls, types, nograd)  # type: ignore[arg-type]
+
+
+def _combined_or_none(cls: str, types: List[object], nograd: List[bool], n_product: int) -> Optional[AxisType]:
+    try:
+        return _combine(cls, types, nograd, n_product)
+    except OpRuleError:
+        return None
 
 
 def _rest(cls: str, ops: List[Operand], nograd: List[bool], n_product: int) -> Optional[AxisType]:
@@ -352,13 +393,44 @@ def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.
             ctx.api.fail(
                 f"in-place {display_name(name, namespace)} would change {receiver_text(ctx)} "
                 f"from {was} to {now} on axis {a!r}, but an in-place op keeps the tensor's "
-                f"type; use the out-of-place {display_name(base, namespace)} and rebind the name",
+                f"type. Hint: {_inplace_fix(ctx, name, base, a, was, now)}",
                 ctx.context,
                 code=SPMD_INPLACE,
             )
     if before is not None and _mypy.has_tensor(ctx.default_return_type):
         return ctx.type  # x += y: the name keeps its type
     return ctx.default_return_type
+
+
+def _inplace_fix(ctx: Any, name: str, base: str, axis: str, was: AxisType, now: AxisType) -> str:
+    """Make the operand that changes the receiver's type fit it (the receiver
+    keeps its type, so the fix type-checks where it stands); where no call
+    does that (gathering a per-rank operand would change its shape), the
+    out-of-place op rebound to the name, which then has the result's type."""
+    receiver = receiver_text(ctx)
+    operator = _mypy.operator_sides(ctx.context) is not None and name in OPERATOR_SYMBOLS
+    culprit = None
+    for _, expr, typ in _mypy.call_args(ctx):
+        arg = spmd_of(typ)
+        have = arg.axis_type(axis) if arg is not None else None
+        if have is None or local_kind(have) == local_kind(was):
+            continue
+        culprit = _mypy.expr_text(expr)
+        # Only a reduction (P) or Megatron's copy (I -> R) makes an operand
+        # fit; anything else would change its value or shape: rebind instead.
+        fix = fix_call(have, was, axis, culprit) if local_kind(have) in ("P", "I") else None
+        if fix is not None:
+            return f"{receiver} {OPERATOR_SYMBOLS[name]} {fix}" if operator else f"{receiver}.{name}({fix})"
+        break
+    if culprit is None:
+        return f"use the out-of-place {base} and rebind the name"
+    if op_class_or_none(base, "tensor") == ASSIGN:
+        rebound = f"{receiver} = {culprit}"  # dst.copy_(src): src is the value
+    elif operator and base in OPERATOR_SYMBOLS:
+        rebound = f"{receiver} = {receiver} {OPERATOR_SYMBOLS[base]} {culprit}"
+    else:
+        rebound = f"{receiver} = {receiver}.{base}({culprit})"
+    return f"{rebound} ({receiver} is then {now} on {axis!r})"
 
 
 # Attributes of a carrier: views keep the type (VIEW_ATTRIBUTES), .grad has the gradient's type.

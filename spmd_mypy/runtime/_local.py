@@ -18,6 +18,8 @@ from ..vocab.collectives import CollectiveError
 F = TypeVar("F", bound=Callable[..., Any])
 
 _enabled_mode: Optional[Callable[[], Any]] = None
+_Mode: Any = None
+_LocalTensor: Any = None
 _per_rank: Optional[Callable[[Any], Any]] = None
 _LocalIntNode: Any = None
 try:  # private torch API: keep every use of it in this module
@@ -26,6 +28,8 @@ try:  # private torch API: keep every use of it in this module
     _enabled_mode = _local_tensor.enabled_local_tensor_mode
     _per_rank = _local_tensor.maybe_run_for_local_tensor
     _LocalIntNode = _local_tensor.LocalIntNode
+    _Mode = _local_tensor.LocalTensorMode
+    _LocalTensor = _local_tensor.LocalTensor
 except ImportError:  # pragma: no cover - a torch without simulated ranks
     pass
 
@@ -56,3 +60,22 @@ def simulated_group_coord(group: dist.ProcessGroup) -> Optional[int]:
             "every simulated rank"
         )
     return torch.SymInt(_LocalIntNode({r: ranks.index(r) for r in mode.ranks}))  # type: ignore[return-value]
+
+
+def local_mode(world_size: int) -> Any:
+    """torch's simulated-rank mode over `world_size` ranks (a context manager)."""
+    if _Mode is None:  # pragma: no cover - a torch without simulated ranks
+        raise RuntimeError("this torch has no simulated-rank mode (torch.distributed._local_tensor)")
+    return _Mode(world_size)
+
+
+def rank_map(mode: Any, make: Callable[[int], torch.Tensor]) -> torch.Tensor:
+    """A simulated tensor whose rank r holds make(r)."""
+    return mode.rank_map(make)
+
+
+def on_rank(t: Any, rank: int) -> torch.Tensor:
+    """Rank `rank`'s tensor of a simulated tensor."""
+    if _LocalTensor is None or not isinstance(t, _LocalTensor):
+        raise TypeError(f"not a tensor of simulated ranks: {type(t).__name__}")
+    return t._local_tensors[rank]

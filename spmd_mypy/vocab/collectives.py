@@ -308,6 +308,8 @@ def fix_call(got: AxisType, want: AxisType, axis: AxisLabel, name: str = "x") ->
     sk, dk = kind(got), kind(want)
     if got == want or {sk, dk} <= {"V", "S"}:
         return None
+    if sk == "V" and dk in ("R", "I"):
+        return None  # all_gather(V) stacks the ranks' values: a new shape, rarely the fix
     op = _REDISTRIBUTE.get((sk, dk), "convert")
     for candidate in (op, "reinterpret"):
         try:

@@ -8,6 +8,8 @@ from typing import Any, List, Optional, Tuple
 from mypy.nodes import (
     ARG_NAMED,
     ARG_POS,
+    ARG_STAR,
+    ARG_STAR2,
     CallExpr,
     Context,
     EllipsisExpr,
@@ -18,6 +20,7 @@ from mypy.nodes import (
     ListExpr,
     MemberExpr,
     NameExpr,
+    OpExpr,
     RefExpr,
     SliceExpr,
     StrExpr,
@@ -122,19 +125,135 @@ def operator_sides(context: Context) -> Optional[Tuple[str, str]]:
 
 
 def expr_text(expr: Expression) -> str:
-    """A short source-like rendering of an argument, for hints."""
+    """The expression as written (up to spacing, quotes and float spelling),
+    for messages and hints, whose calls must apply as they stand; an
+    abbreviated form (`f(...)`, `a[...]`) past TEXT_LIMIT characters."""
+    if isinstance(expr, CallExpr) and is_untyped_wrapper(expr) and len(expr.args) == 1:
+        return expr_text(expr.args[0])  # the call as written
+    full = _render(expr)
+    if full is not None and len(full) <= TEXT_LIMIT:
+        return full
+    return _short(expr)
+
+
+TEXT_LIMIT = 120
+
+# Binding strength of binary operators (higher binds tighter), as in Python.
+_PRECEDENCE = {
+    "or": 1, "and": 2, "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9,
+    "*": 10, "@": 10, "/": 10, "//": 10, "%": 10, "**": 12,
+}
+_UNARY = 11
+_ATOM = 13
+
+
+def _short(expr: Expression) -> str:
     if isinstance(expr, NameExpr):
         return expr.name
     if isinstance(expr, MemberExpr):
-        base = expr_text(expr.expr)
-        return f"{base}.{expr.name}"
-    if isinstance(expr, CallExpr) and is_untyped_wrapper(expr) and len(expr.args) == 1:
-        return expr_text(expr.args[0])  # the call as written
+        return f"{_short(expr.expr)}.{expr.name}"
     if isinstance(expr, CallExpr) and isinstance(expr.callee, (NameExpr, MemberExpr)):
-        return f"{expr_text(expr.callee)}(...)"
+        return f"{_short(expr.callee)}(...)"
     if isinstance(expr, IndexExpr):
-        return f"{expr_text(expr.base)}[...]"
+        return f"{_short(expr.base)}[...]"
     return "x"
+
+
+def _render(expr: Expression) -> Optional[str]:
+    """Source text of `expr`; None for a form not rendered."""
+    found = _rendered(expr)
+    return None if found is None else found[0]
+
+
+def _rendered(expr: Expression) -> Optional[Tuple[str, int]]:
+    """(text, precedence of its outermost operator)."""
+    if isinstance(expr, CallExpr) and is_untyped_wrapper(expr) and len(expr.args) == 1:
+        return _rendered(expr.args[0])
+    if isinstance(expr, NameExpr):
+        return expr.name, _ATOM
+    if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):
+        return repr(expr.value), _ATOM
+    if isinstance(expr, EllipsisExpr):
+        return "...", _ATOM
+    if isinstance(expr, MemberExpr):
+        base = _operand(expr.expr, _ATOM, False)
+        return (None if base is None else (f"{base}.{expr.name}", _ATOM))
+    if isinstance(expr, CallExpr):
+        return _rendered_call(expr)
+    if isinstance(expr, IndexExpr):
+        base, index = _operand(expr.base, _ATOM, False), _index_text(expr.index)
+        return None if base is None or index is None else (f"{base}[{index}]", _ATOM)
+    if isinstance(expr, OpExpr) and expr.op in _PRECEDENCE:
+        return _rendered_op(expr)
+    if isinstance(expr, UnaryExpr):
+        inner = _operand(expr.expr, _UNARY, False)
+        op = "not " if expr.op == "not" else expr.op
+        return None if inner is None else (f"{op}{inner}", _UNARY)
+    if isinstance(expr, (TupleExpr, ListExpr)):
+        items = [_render(i) for i in expr.items]
+        if any(i is None for i in items):
+            return None
+        body = ", ".join(i for i in items if i is not None)
+        if isinstance(expr, ListExpr):
+            return f"[{body}]", _ATOM
+        return (f"({body},)" if len(items) == 1 else f"({body})"), _ATOM
+    return None
+
+
+def _operand(expr: Expression, outer: int, right: bool) -> Optional[str]:
+    """`expr` as an operand of an operator binding `outer`, parenthesised if needed."""
+    found = _rendered(expr)
+    if found is None:
+        return None
+    text, inner = found
+    if inner < outer or (inner == outer and right != (outer == _PRECEDENCE["**"])):
+        return f"({text})"
+    return text
+
+
+def _rendered_op(expr: OpExpr) -> Optional[Tuple[str, int]]:
+    prec = _PRECEDENCE[expr.op]
+    left = _operand(expr.left, prec, False)
+    right = _operand(expr.right, prec, True)
+    if left is None or right is None:
+        return None
+    return f"{left} {expr.op} {right}", prec
+
+
+def _rendered_call(expr: CallExpr) -> Optional[Tuple[str, int]]:
+    callee = _operand(expr.callee, _ATOM, False)
+    if callee is None:
+        return None
+    parts = []
+    for arg, kind, name in zip(expr.args, expr.arg_kinds, expr.arg_names):
+        text = _render(arg)
+        if text is None:
+            return None
+        if kind == ARG_STAR:
+            parts.append(f"*{text}")
+        elif kind == ARG_STAR2:
+            parts.append(f"**{text}")
+        elif name is not None:
+            parts.append(f"{name}={text}")
+        else:
+            parts.append(text)
+    return f"{callee}({', '.join(parts)})", _ATOM
+
+
+def _index_text(index: Expression) -> Optional[str]:
+    if isinstance(index, TupleExpr) and index.items:
+        items = [_index_text(i) for i in index.items]
+        return None if any(i is None for i in items) else ", ".join(i for i in items if i is not None)
+    if isinstance(index, SliceExpr):
+        parts = [_render(p) if p is not None else "" for p in (index.begin_index, index.end_index)]
+        if any(p is None for p in parts):
+            return None
+        text = f"{parts[0]}:{parts[1]}"
+        if index.stride is not None:
+            stride = _render(index.stride)
+            return None if stride is None else f"{text}:{stride}"
+        return text
+    return _render(index)
 
 
 def display_items(expr: Expression) -> Optional[List[Expression]]:
