@@ -222,10 +222,6 @@ class SpmdPlugin(_mypy.Plugin):
     def get_attribute_hook(self, fullname: str) -> Optional[Hook]:
         return self._attributes[fullname]
 
-    def get_base_class_hook(self, fullname: str) -> Optional[Hook]:
-        # torch's module classes and user classes (a subclass of a subclass)
-        return modules.base_class_hook if fullname in modules.FUNCTIONAL_MODULES or _user_code(fullname) else None
-
     def _type_hook(self, fullname: str) -> Any:
         """The type-analyze hook for a name seen the first time (or ASK_AGAIN)."""
         # An alias of an annotated tensor used in another module: its uses are

@@ -9,7 +9,7 @@ declarations, their inherited forward, module lists and named-tuple results.
   which answers with the subclass's own declaration (a non-tensor
   redeclaration keeps torch's type and mypy's error).  An annotated forward
   that differs from torch's only by carriers is no [override] either
-  (_mypy.ignore_carrier_overrides, run from a base-class hook).
+  (forgive_carrier_overrides).
 - Their inherited forward is the functional op the table names:
   `layer(x)`, `layer.forward(x)` and `super().forward(x)` are typed as
   `F.linear(x, layer.weight, layer.bias)` (`F.embedding`, `F.layer_norm`,
@@ -176,9 +176,12 @@ ATTRIBUTE_HOOKS: Dict[str, Hook] = {
 }
 
 
-def _forward_overrides(ctx: Any) -> None:
-    _mypy.ignore_carrier_overrides(ctx, _TABLE_CLASSES, "forward")
-
-
 _TABLE_CLASSES = set(FUNCTIONAL_MODULES)
-base_class_hook = guarded(_forward_overrides, lambda ctx: None)
+
+
+def forgive_carrier_overrides(api: Any) -> None:
+    """Inside a method body: if it is a forward that differs from its table
+    base's only by carriers, mypy's [override] errors for it are ignored
+    (_mypy.ignore_carrier_overrides; declared.py calls this at returns,
+    which mypy checks before the override)."""
+    _mypy.ignore_carrier_overrides(api, _TABLE_CLASSES, "forward")

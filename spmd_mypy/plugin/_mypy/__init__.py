@@ -27,7 +27,6 @@ from mypy.nodes import Context, Expression
 from mypy.plugin import (
     AnalyzeTypeContext,
     AttributeContext,
-    ClassDefContext,
     FunctionContext,
     FunctionSigContext,
     MethodContext,
@@ -143,7 +142,6 @@ __all__ = [
     "AnalyzeTypeContext",
     "AttributeContext",
     "CallableType",
-    "ClassDefContext",
     "Context",
     "ErrorCode",
     "Expression",
