@@ -8,7 +8,10 @@ of times per run):
   methods of a carrier    ops.op_hook             (operators, in-place, backward)
   spmd.* collectives      comms.hooks(...)        (src/dst from vocab.collectives;
                                                   global mode's refinement passed in)
-  Module.__call__         relation.module_call_hook (routed to forward)
+  Module.__call__         modules.module_call_hook: a table op's forward (nn.Linear ->
+                          F.linear), else relation.module_call_hook (routed to forward)
+  nn.Linear & co.         modules.*: redeclared weight/bias, super().forward,
+                          ModuleList(...), named-tuple fields, carrier-only overrides
   Function.apply          relation.function_apply_hook (routed to forward)
   user function calls     relation.signature_hook (parameters relaxed), then
                           relation.argument_hook (arguments checked per axis)
@@ -23,7 +26,7 @@ of times per run):
 Modules: _mypy/ (every mypy import), annotations (the per-file index, pure
 Python), sourcefile and positions (below it), reading, carrier, callsite
 (what the call hooks share), ops, comms, relation, declared, untyped,
-parameters, global_mode and global_scopes, local_map, setup_check, guard,
+parameters, modules, global_mode and global_scopes, local_map, setup_check, guard,
 errors, config.  Each feature
 module owns its hook table; this module registers them.  The plugin never
 imports torch.
@@ -36,10 +39,26 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, local_map, megatron, ops, parameters, reading, relation, setup_check, spmd_types, untyped
+from . import (
+    _mypy,
+    comms,
+    config,
+    declared,
+    global_mode,
+    local_map,
+    megatron,
+    modules,
+    ops,
+    parameters,
+    reading,
+    relation,
+    setup_check,
+    spmd_types,
+    untyped,
+)
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
-from .guard import STRICT, guarded, nothing, report_skipped
+from .guard import STRICT, default_return, guarded, nothing, report_skipped
 from .annotations import mentions_spmd, mentions_untyped_torch
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
@@ -87,7 +106,10 @@ def _method_hook(fullname: str) -> Optional[Hook]:
         if name.startswith("__") and " " not in name:
             return ops.op_hook(name, "tensor", True, global_mode.refine_op)
     if fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
-        return relation.module_call_hook
+        return modules.module_call_hook
+    if fullname.endswith(".forward") and not fullname.startswith(("builtins.", "typing.")):
+        fallback = _argument_hook(fullname) if _user_code(fullname) else default_return
+        return modules.forward_method_hook(fallback)
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
         return relation.function_apply_hook
     return _argument_hook(fullname) if _user_code(fullname) else None
@@ -182,11 +204,12 @@ class SpmdPlugin(_mypy.Plugin):
                 spmd_types.HOOKS,
                 untyped.HOOKS,
                 megatron.HOOKS,
+                modules.function_hooks(_argument_hook),
             ),
         )
         self._methods = _Hooks(_method_hook, dict(megatron.HOOKS))  # megatron-core's layer calls
         self._signatures = _Hooks(_signature_hook)
-        self._attributes = _Hooks(_attribute_hook)
+        self._attributes = _Hooks(_attribute_hook, dict(modules.ATTRIBUTE_HOOKS))
         self._types = _Hooks(self._type_hook, {_mypy.TENSOR: self._tensor_hook})
         # mypy's lookups go straight to each table's C-level __getitem__ (see
         # _Hooks); the methods of the same names below answer the same.

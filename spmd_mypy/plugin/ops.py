@@ -15,7 +15,7 @@ import itertools
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..vocab.collectives import fix_call
-from ..vocab.localtype import I, P, R, AxisType, grad_type, local_kind
+from ..vocab.localtype import I, P, R, AxisType, LocalType, Shard, grad_type, local_kind
 from ..vocab.opclasses import (
     ASSIGN,
     DIVIDE,
@@ -67,7 +67,7 @@ def _fix(
         calls = [fix_call(I, R, axis, on_axis[k][0]) or "" for k in bad]
         return " and ".join(c for c in calls if c), [R if k in bad else t for k, t in enumerate(types)]
     count = next(
-        (k for k, t in enumerate(types) if k > 0 and local_kind(t) == "V" and nograd[k]), None
+        (k for k, t in enumerate(types) if k > 0 and _kind_of(t) == "V" and nograd[k]), None
     ) if cls == DIVIDE and types and types[0] is P else None
     if count is not None:
         name = on_axis[count][0]
@@ -76,14 +76,19 @@ def _fix(
     i = next((k for k, t in enumerate(types) if t is P), None)
     if i is None:
         return "", types
-    others = [local_kind(t) for k, t in enumerate(types) if k != i and isinstance(t, AxisType)]
+    others = [_kind_of(t) for k, t in enumerate(types) if k != i and isinstance(t, (LocalType, Shard))]
     want = I if others and all(k == "I" for k in others) else R
     fixed = types[:i] + [want] + types[i + 1:]
     if cls == LINEAR and err.code in ("partial-mixed", "partial-scalar"):
         # `out + bias` before the reduction: the code after it reduces `out`
         # as the pending sum it expects, so it goes on as P.
-        fixed = [P if isinstance(t, AxisType) else t for t in types if t is not SCALAR]
+        fixed = [P if isinstance(t, (LocalType, Shard)) else t for t in types if t is not SCALAR]
     return fix_call(P, want, axis, on_axis[i][0]) or "", fixed
+
+
+def _kind_of(t: object) -> Optional[str]:
+    """local_kind of an operand's type on one axis (None for a scalar or unknown)."""
+    return local_kind(t) if isinstance(t, (LocalType, Shard)) else None
 
 
 def _affine_roles(ctx: Any, name: str, receiver: bool) -> Optional[Tuple[List[Operand], Optional[Operand]]]:
@@ -386,10 +391,11 @@ def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.
         changed = [
             (a, before.axis_type(a), t)
             for a, t in after.axes.items()
-            if local_kind(before.axis_type(a)) != local_kind(t)
+            if before.axis_type(a) is not None and local_kind(before.axis_type(a)) != local_kind(t)
         ]
         if changed:
             a, was, now = changed[0]
+            assert was is not None  # filtered above
             ctx.api.fail(
                 f"in-place {display_name(name, namespace)} would change {receiver_text(ctx)} "
                 f"from {was} to {now} on axis {a!r}, but an in-place op keeps the tensor's "

@@ -12,7 +12,11 @@ NamedTuple, TypedDict, Protocol) are fields of a value and keep their
 declared type, as do attributes first declared on `self` in a method.
 A value that already carries an SPMD type (`self.cached = x`) is checked
 against the declared one per axis (spmd-assign), as an annotated assignment
-is.
+is.  After `self.bias = nn.Parameter(...)` an Optional carrier attribute reads
+as the carrier: mypy narrows a written attribute to the type of its read
+when the value is no subtype of it, so the read of the target answers with
+the carrier there.  In an nn.Module subclass, `self.w: Annotated[...] =
+nn.Parameter(...)` in a method declares a parameter like the class body does.
 
 A descriptor class in the stubs (reads the carrier, `__set__` takes a
 Tensor) would say the same to mypy, but mypy type-checks a call of
@@ -34,7 +38,7 @@ from .relation import report_arg
 def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
     def hook(ctx: Any) -> _mypy.Type:
         if not ctx.is_lvalue:
-            return ctx.default_attr_type  # reads: most calls
+            return _read(ctx, name)
         relaxed = _mypy.attribute_write_type(ctx, name)
         if relaxed is None:
             return ctx.default_attr_type
@@ -42,6 +46,22 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
         return relaxed
 
     return guarded(hook, default_attr)
+
+
+def _read(ctx: Any, name: str) -> _mypy.Type:
+    """A read; for mypy's read of the target of `self.bias = nn.Parameter(...)`
+    (an Optional carrier attribute), the carrier the write narrows it to."""
+    declared = ctx.default_attr_type
+    present = _mypy.without_none(declared)
+    if present is None or present is declared or not _mypy.holds_carrier(present):
+        return declared  # most reads: not an Optional carrier
+    value = _mypy.written_value(ctx.api, ctx.context)
+    if value is None or _mypy.attribute_write_type(ctx, name) is None:
+        return declared
+    written = _mypy.quietly_typed(ctx.api, value)
+    if _mypy.is_tensor(written) and _mypy.carried(written) is None:
+        return present  # a plain tensor (nn.Parameter): present from now on
+    return declared
 
 
 def _check_written_value(ctx: Any, name: str) -> None:

@@ -17,6 +17,8 @@ pyproject.toml.  The rest of the plugin imports from here only:
   spmd_types_tree rewrite pass: spmd_types' asserting statements; reading its arguments
   rewrites        when the passes run (before analysis, or from the analyzer)
   writes          the value of an attribute write, typed ahead without messages
+  members         classes and members: whose forward runs, redeclared attributes
+  overrides       overrides of a torch method that differ only by carriers
 """
 
 from __future__ import annotations
@@ -98,6 +100,22 @@ from .expressions import (
     str_tuple,
     str_value,
 )
+from .members import (
+    attribute_read,
+    declared_below,
+    element_class,
+    first_argument,
+    forward_owner,
+    holds_carrier,
+    member,
+    module_class,
+    named_result,
+    op_call,
+    receiver_expr,
+    super_forward_owner,
+    without_none,
+)
+from .overrides import ignore_carrier_overrides
 from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
 from .tensor_types import (
     attribute_write_type,
@@ -202,6 +220,21 @@ __all__ = [
     "operator_sides",
     "str_tuple",
     "str_value",
+    # members and overrides
+    "attribute_read",
+    "declared_below",
+    "first_argument",
+    "forward_owner",
+    "holds_carrier",
+    "element_class",
+    "member",
+    "module_class",
+    "named_result",
+    "op_call",
+    "receiver_expr",
+    "super_forward_owner",
+    "without_none",
+    "ignore_carrier_overrides",
     # rewrite passes and the stub's names
     "route_declared_values",
     "route_in_analyzer",

@@ -206,8 +206,10 @@ def attribute_write_type(ctx: Any, name: str) -> Optional[Type]:
     when it is declared in a class body, the class is no record (dataclass,
     attrs, NamedTuple, TypedDict, Protocol) and the declared type is a
     carrier or an Optional carrier: the same with a plain Tensor in the
-    carrier's place, so `self.w = nn.Parameter(...)` checks.  None otherwise
-    (the declared type stands).  Reads keep the carrier."""
+    carrier's place, so `self.w = nn.Parameter(...)` checks.  In an
+    nn.Module subclass, an attribute declared on self in a method
+    (`self.w: Annotated[...] = nn.Parameter(...)`) is such a parameter too.
+    None otherwise (the declared type stands).  Reads keep the carrier."""
     declared = get_proper_type(ctx.default_attr_type)
     optional = isinstance(declared, UnionType) and len(declared.items) == 2
     if optional:
@@ -220,9 +222,14 @@ def attribute_write_type(ctx: Any, name: str) -> Optional[Type]:
     owner = get_proper_type(ctx.type)
     sym = owner.type.get(name) if isinstance(owner, Instance) else None
     var = getattr(sym, "node", None)
-    if sym is None or sym.implicit or not isinstance(var, Var) or var.info is None or _record(var.info):
+    if sym is None or not isinstance(var, Var) or var.info is None or _record(var.info):
         return None
+    if sym.implicit and not var.info.has_base(_MODULE):
+        return None  # declared on self outside an nn.Module: a field, it keeps its type
     return relax_tensors(ctx.api, ctx.default_attr_type)
+
+
+_MODULE = "torch.nn.modules.module.Module"
 
 
 def _record(info: TypeInfo) -> bool:

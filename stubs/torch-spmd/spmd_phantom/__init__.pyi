@@ -9,14 +9,26 @@
 # strings (spmd_mypy.vocab.spec).  SpmdTensor[Any] is a tensor of unknown
 # SPMD type.  Pyright and other checkers without plugins see a plain Tensor.
 
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, Iterator, NamedTuple, TypeVar, overload
 
 from torch import Tensor
+from torch.nn import Module, ModuleList
 
 _S_co = TypeVar("_S_co", covariant=True)
 _T = TypeVar("_T")
 
 class SpmdTensor(Tensor, Generic[_S_co]): ...
+
+_M_co = TypeVar("_M_co", bound=Module, covariant=True)
+
+# nn.ModuleList(modules) of one module class, in files that use spmd (see
+# spmd_mypy/plugin/modules.py): iteration and int indexing give that class.
+class ModuleListOf(ModuleList, Generic[_M_co]):
+    def __iter__(self) -> Iterator[_M_co]: ...
+    @overload
+    def __getitem__(self, idx: slice) -> ModuleListOf[_M_co]: ...
+    @overload
+    def __getitem__(self, idx: int) -> _M_co: ...
 
 # The plugin routes `return e` and `y: Annotated[...] = e` of files that use
 # spmd through these two (see spmd_mypy/plugin/declared.py): their hooks check

@@ -1,0 +1,187 @@
+"""nn.Module as people write it: torch's module classes subclassed with SPMD
+declarations, their inherited forward, module lists and named-tuple results.
+
+- A subclass of nn.Linear, nn.Embedding, nn.LayerNorm or nn.RMSNorm
+  (vocab.torch_classes.FUNCTIONAL_MODULES) declares `weight` / `bias` with
+  SPMD types.  torch types them Tensor or Parameter, so a carrier, or an
+  Optional one, is no subtype of what the base declares: mypy's check of the
+  redeclaration reads the base's attribute through the attribute hook here,
+  which answers with the subclass's own declaration (a non-tensor
+  redeclaration keeps torch's type and mypy's error).  An annotated forward
+  that differs from torch's only by carriers is no [override] either
+  (forgive_carrier_overrides).
+- Their inherited forward is the functional op the table names:
+  `layer(x)`, `layer.forward(x)` and `super().forward(x)` are typed as
+  `F.linear(x, layer.weight, layer.bias)` (`F.embedding`, `F.layer_norm`,
+  `F.rms_norm`) on the declared attribute types, by the op tables' rules
+  and with their messages.  An Optional bias is taken as present.
+- `nn.ModuleList([Block(...) for ...])` of one module class is, in a file
+  that uses spmd, `spmd_phantom.ModuleListOf[Block]`: a ModuleList whose
+  iteration and int indexing give Block, so `for layer in self.layers:
+  layer(x)` is routed to Block.forward.
+- `.values` / `.indices` of torch.return_types named tuples (max, min, topk,
+  sort, kthvalue, ...) are the tuple's items as the op hook typed them;
+  indices carry no gradient.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..vocab.spec import Spmd
+from ..vocab.torch_classes import FUNCTIONAL_MODULES, INDEX_FIELDS, NAMED_RESULTS
+from . import _mypy, global_mode, ops, relation
+from .annotations import mentions_spmd
+from .carrier import carrier, spmd_of
+from .guard import default_attr, default_return, guarded
+
+Hook = Callable[[Any], Any]
+
+_OP_HOOKS: Dict[str, Hook] = {}
+
+
+def _op_hook(op: str) -> Hook:
+    hook = _OP_HOOKS.get(op)
+    if hook is None:
+        hook = _OP_HOOKS[op] = ops.op_hook(op, "functional", False, global_mode.refine_op)
+    return hook
+
+
+def _input(ctx: Any) -> Optional[Tuple[_mypy.Expression, _mypy.Type]]:
+    """The tensor a forward call passes (first positional, or `input=`)."""
+    for name, expr, typ in _mypy.call_args(ctx):
+        if name is None or name == "input":
+            return expr, typ
+    return None
+
+
+def _functional_forward(ctx: Any, owner: str, receiver: Any) -> _mypy.Type:
+    """A call of `owner`'s forward on `receiver`: its functional op on the
+    receiver's declared attribute types."""
+    module = FUNCTIONAL_MODULES[owner]
+    given = _input(ctx)
+    if given is None:
+        return ctx.default_return_type
+    base = _mypy.receiver_expr(ctx.context)
+    formals: List[Tuple[str, _mypy.Expression, _mypy.Type]] = [("input", given[0], given[1])]
+    for name in module.parameters:
+        typ = _mypy.without_none(_mypy.attribute_read(ctx.api, receiver, name, ctx.context))
+        if typ is not None and _mypy.is_tensor(typ):
+            formals.append((name, _mypy.member(base, name), typ))
+    call = _mypy.op_call(ctx.api, ctx.context, formals, _mypy.plain_tensor(ctx.api))
+    return _op_hook(module.op)(call)
+
+
+def _module_call(ctx: Any) -> _mypy.Type:
+    """`layer(x)`: a module whose forward is a table op's, else relation's routing."""
+    found = _mypy.forward_owner(ctx.type)
+    if found is not None and found[0] in FUNCTIONAL_MODULES:
+        return _functional_forward(ctx, *found)
+    return relation.module_call_hook(ctx)
+
+
+def forward_method_hook(fallback: Hook) -> Hook:
+    """`layer.forward(x)`: torch's forward of a table class, else `fallback`."""
+
+    def hook(ctx: Any) -> _mypy.Type:
+        found = _mypy.forward_owner(ctx.type)
+        if found is not None and found[0] in FUNCTIONAL_MODULES:
+            return _functional_forward(ctx, *found)
+        return fallback(ctx)
+
+    return guarded(hook, default_return)
+
+
+def _super_forward(fallback: Hook) -> Hook:
+    """`super().forward(x)`: mypy names the callee "forward of Linear" (no
+    module path), so a user class of the same name gets `fallback`."""
+
+    def hook(ctx: Any) -> _mypy.Type:
+        found = _mypy.super_forward_owner(ctx.context)
+        if found is None or found[0] not in FUNCTIONAL_MODULES:
+            return fallback(ctx)
+        return _functional_forward(ctx, *found)
+
+    return guarded(hook, default_return)
+
+
+def _redeclared(base: str, name: str) -> Hook:
+    """The attribute `name` of torch's `base` as a subclass sees it: its own
+    SPMD declaration when it makes one."""
+
+    def hook(ctx: Any) -> _mypy.Type:
+        declared = _mypy.declared_below(ctx.type, base, name)
+        return declared if declared is not None else ctx.default_attr_type
+
+    return guarded(hook, default_attr)
+
+
+def _field(index: int, nograd: bool) -> Hook:
+    """Field `index` of a torch.return_types named tuple: the tuple's item."""
+
+    def hook(ctx: Any) -> _mypy.Type:
+        found = _mypy.named_result(ctx.type)
+        if found is None or ctx.is_lvalue or index >= len(found[1]):
+            return ctx.default_attr_type
+        item = found[1][index]
+        spmd = spmd_of(item)
+        if spmd is None or not nograd:
+            return item
+        return carrier(ctx.api, Spmd.of(spmd.axes, spmd.spec, True, spmd.rest))
+
+    return guarded(hook, default_attr)
+
+
+def _module_list(ctx: Any) -> _mypy.Type:
+    """nn.ModuleList(modules) of one module class: ModuleListOf[that class]."""
+    default = ctx.default_return_type
+    if not ctx.args or not ctx.args[0]:
+        return default
+    element = _mypy.element_class(ctx.api, ctx.args[0][0])
+    if element is None or not mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api)):
+        return default  # the stub's class only where the file depends on the stub
+    typed = _mypy.phantom_generic(ctx.api, MODULE_LIST_OF, element)
+    return typed if typed is not None else default
+
+
+MODULE_LIST = "torch.nn.modules.container.ModuleList"
+MODULE_LIST_OF = "ModuleListOf"
+_SHORT = {fullname.rpartition(".")[2]: fullname for fullname in FUNCTIONAL_MODULES}
+
+
+def function_hooks(fallback: Callable[[str], Hook]) -> Dict[str, Hook]:
+    """`super().forward(x)` of a table class, and ModuleList's constructor.
+    `fallback(name)` is the hook the plugin gives a user callee of that name."""
+    table = {f"forward of {short}": _super_forward(fallback(f"forward of {short}")) for short in _SHORT}
+    table[MODULE_LIST] = guarded(_module_list, default_return)
+    return table
+
+
+# mypy names a method call by the receiver's class (`model.Block.__call__`):
+# the plugin routes every `.__call__` here, and `.forward` through
+# forward_method_hook.
+module_call_hook = guarded(_module_call, default_return)
+
+ATTRIBUTE_HOOKS: Dict[str, Hook] = {
+    **{
+        f"{fullname}.{name}": _redeclared(fullname, name)
+        for fullname, module in FUNCTIONAL_MODULES.items()
+        for name in module.parameters
+    },
+    **{
+        f"torch.return_types.{result}.{field}": _field(i, field in INDEX_FIELDS)
+        for result, fields in NAMED_RESULTS.items()
+        for i, field in enumerate(fields)
+    },
+}
+
+
+_TABLE_CLASSES = set(FUNCTIONAL_MODULES)
+
+
+def forgive_carrier_overrides(api: Any) -> None:
+    """Inside a method body: if it is a forward that differs from its table
+    base's only by carriers, mypy's [override] errors for it are ignored
+    (_mypy.ignore_carrier_overrides; declared.py calls this at returns,
+    which mypy checks before the override)."""
+    _mypy.ignore_carrier_overrides(api, _TABLE_CLASSES, "forward")

@@ -1,0 +1,46 @@
+"""torch classes the checker types by table: nn modules whose forward is one
+functional op, and the named tuples (torch.return_types) of reductions.
+
+Pure Python: names only (imports neither torch nor mypy).
+"""
+
+from __future__ import annotations
+
+from typing import Final, Mapping, NamedTuple, Tuple
+
+__all__ = ["FunctionalModule", "FUNCTIONAL_MODULES", "NAMED_RESULTS", "INDEX_FIELDS"]
+
+
+class FunctionalModule(NamedTuple):
+    """A torch module whose forward is `op(input, <parameters>...)`."""
+
+    op: str  # the torch.nn.functional op its forward runs
+    parameters: Tuple[str, ...]  # attributes passed to it, by its parameter names
+
+
+# module class (fullname) -> its forward as a functional op.  nn.Linear's
+# forward is F.linear(input, self.weight, self.bias), nn.Embedding's
+# F.embedding(input, self.weight, ...), nn.LayerNorm's F.layer_norm(input,
+# shape, self.weight, self.bias, eps), nn.RMSNorm's F.rms_norm(input, shape,
+# self.weight, eps).  A subclass that declares these attributes with SPMD
+# types gets its inherited forward (and `super().forward(x)`) typed by the
+# op's rule on those types.
+FUNCTIONAL_MODULES: Final[Mapping[str, FunctionalModule]] = {
+    "torch.nn.modules.linear.Linear": FunctionalModule("linear", ("weight", "bias")),
+    "torch.nn.modules.sparse.Embedding": FunctionalModule("embedding", ("weight",)),
+    "torch.nn.modules.normalization.LayerNorm": FunctionalModule("layer_norm", ("weight", "bias")),
+    "torch.nn.modules.normalization.RMSNorm": FunctionalModule("rms_norm", ("weight",)),
+}
+
+# torch.return_types.<name> -> its fields in tuple order.  `x.max(dim=-1)`,
+# `torch.topk(x, k)`, ... return these; `.values` is the op's result,
+# `.indices` (INDEX_FIELDS) are integer positions: no gradient.
+NAMED_RESULTS: Final[Mapping[str, Tuple[str, ...]]] = {
+    **{
+        name: ("values", "indices")
+        for name in "max min topk sort kthvalue mode median nanmedian cummax cummin".split()
+    },
+    "aminmax": ("min", "max"),
+}
+
+INDEX_FIELDS: Final = frozenset({"indices"})
