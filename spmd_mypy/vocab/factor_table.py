@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Dict, Final, Mapping, NamedTuple, Optional, Tuple
 
 from .opclasses import MULTILINEAR
+from .operators import nograd_dunders, pointwise_dunders
 
 __all__ = [
     "PASS",
@@ -116,14 +117,12 @@ def _names(text: str) -> Tuple[str, ...]:
 _POINTWISE = _names(
     """
     add sub subtract neg negative positive mul multiply div divide true_divide rsub
-    __add__ __radd__ __iadd__ __sub__ __rsub__ __isub__ __neg__ __pos__
-    __mul__ __rmul__ __imul__ __truediv__ __rtruediv__ __itruediv__
     clone contiguous detach to float double half bfloat16 long int bool type
     relu gelu silu sigmoid tanh exp exp2 log log2 log10 log1p expm1 sqrt rsqrt abs pow
     square reciprocal sign sin cos erf clamp clip clamp_min clamp_max maximum minimum
     where lerp addcmul addcdiv masked_fill nan_to_num softplus mish hardtanh leaky_relu
     elu selu celu hardswish hardsigmoid logit floor ceil round trunc frac fmod remainder
-    eq ne lt le gt ge __eq__ __ne__ __lt__ __le__ __gt__ __ge__
+    eq ne lt le gt ge
     logical_not logical_and logical_or logical_xor isnan isinf isfinite
     dropout alpha_dropout feature_alpha_dropout rand_like randn_like bernoulli
     zeros_like ones_like empty_like full_like
@@ -132,7 +131,7 @@ _POINTWISE = _names(
     special.i0 special.i0e special.i1 special.i1e special.digamma special.psi
     special.gammaln special.entr special.sinc special.round special.xlogy special.xlog1py
     """
-)
+) + tuple(sorted(pointwise_dunders()))
 
 # einsum equations of the fixed-rank products; the bias operand of affine ops.
 _EINSUM_FIXED: Final[Mapping[str, Tuple[str, Optional[int]]]] = {
@@ -195,7 +194,7 @@ DTYPE_RESULT: Final[Mapping[str, str]] = {
     "argmax": "i64",
     "argmin": "i64",
     "argsort": "i64",
-    **{n: "bool" for n in _names("eq ne lt le gt ge __eq__ __ne__ __lt__ __le__ __gt__ __ge__")},
+    **{n: "bool" for n in (*_names("eq ne lt le gt ge"), *sorted(nograd_dunders()))},
     **{n: "bool" for n in _names("logical_not logical_and logical_or logical_xor isnan isinf isfinite all any")},
 }
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Final, Optional, Sequence, Tuple, Union
 
 from .localtype import AxisType, I, LocalType, P, R, Shard, V
+from .operators import class_rows, inplace_dunders, nograd_dunders, reflected_dunders, scalar_dunders
 
 __all__ = [
     "LINEAR",
@@ -186,25 +187,7 @@ TENSOR_METHODS: Final[dict[str, str]] = {
     **{n: LINEAR for n in _LINEAR_COMMON},
     **{n: MULTILINEAR for n in _MULTILINEAR_COMMON},
     **{n: DIVIDE for n in _DIVIDE_COMMON},
-    # operators
-    "__add__": LINEAR,
-    "__radd__": LINEAR,
-    "__iadd__": LINEAR,
-    "__sub__": LINEAR,
-    "__rsub__": LINEAR,
-    "__isub__": LINEAR,
-    "__neg__": LINEAR,
-    "__pos__": LINEAR,
-    "__getitem__": LINEAR,
-    "__mul__": MULTILINEAR,
-    "__rmul__": MULTILINEAR,
-    "__imul__": MULTILINEAR,
-    "__matmul__": MULTILINEAR,
-    "__rmatmul__": MULTILINEAR,
-    "__imatmul__": MULTILINEAR,
-    "__truediv__": DIVIDE,
-    "__itruediv__": DIVIDE,
-    "__rtruediv__": DIVIDE,  # operands in source order (see REFLECTED): y / x
+    **class_rows(),  # operators (vocab/operators.py)
     "copy": ASSIGN,
     "new_zeros": FACTORY,
     "new_ones": FACTORY,
@@ -381,25 +364,15 @@ def combine(
 SCALAR_OPERANDS: Final = _names(
     """
     add sub subtract mul multiply div divide true_divide rsub
-    __add__ __radd__ __iadd__ __sub__ __rsub__ __isub__ __mul__ __rmul__ __imul__
-    __truediv__ __rtruediv__ __itruediv__
     """
-)
+) | scalar_dunders()
 
 # Reflected dunders: `a - b` may run as b.__rsub__(a).  Their operands are
 # taken in source order (the argument first), so they type as the base op.
-REFLECTED: Final = frozenset(
-    {"__radd__", "__rsub__", "__rmul__", "__rmatmul__", "__rtruediv__"}
-)
+REFLECTED: Final = reflected_dunders()
 
 # In-place dunders and their out-of-place counterparts.
-_INPLACE_DUNDERS: Final = {
-    "__iadd__": "__add__",
-    "__isub__": "__sub__",
-    "__imul__": "__mul__",
-    "__itruediv__": "__truediv__",
-    "__imatmul__": "__matmul__",
-}
+_INPLACE_DUNDERS: Final = inplace_dunders()
 
 
 def out_of_place(name: str) -> Optional[str]:
@@ -438,12 +411,12 @@ def combine_affine(
 # Ops whose result never carries a gradient (comparisons, indices, detach).
 NO_GRAD_RESULTS: Final = _names(
     """
-    detach eq ne lt le gt ge __eq__ __ne__ __lt__ __le__ __gt__ __ge__
+    detach eq ne lt le gt ge
     argmax argmin argsort isnan isinf isfinite isclose nonzero count_nonzero
     bucketize searchsorted long int short byte bool logical_not logical_and
     logical_or logical_xor
     """
-)
+) | nograd_dunders()
 
 
 # Casts whose dtype argument decides their class (`x.to(torch.int64)`,

@@ -4,12 +4,15 @@ Pure data: how an operator dunder reads in a message, which function an
 operator is propagated as in global code, the attributes that are views, the
 raw torch.distributed collectives and their typed counterparts, the spmd ops
 that take out_partial_axes, and where torch defines its functions.  A new
-operator or op is a row here (and its rule's row in opclasses.py).
+op is a row here (and its rule's row in opclasses.py); a new operator is one
+row in operators.py.
 """
 
 from __future__ import annotations
 
 from typing import Dict, Final, FrozenSet, Mapping, Tuple
+
+from .operators import functions, symbols
 
 __all__ = [
     "OPERATOR_SYMBOLS",
@@ -23,23 +26,13 @@ __all__ = [
     "display_name",
 ]
 
-# operator dunder -> how a message writes it
-OPERATOR_SYMBOLS: Final[Mapping[str, str]] = {
-    "__add__": "+", "__radd__": "+", "__iadd__": "+=", "__sub__": "-", "__rsub__": "-",
-    "__isub__": "-=", "__mul__": "*", "__rmul__": "*", "__imul__": "*=", "__matmul__": "@",
-    "__rmatmul__": "@", "__imatmul__": "@=", "__truediv__": "/", "__rtruediv__": "/",
-    "__itruediv__": "/=", "__neg__": "unary -", "__getitem__": "indexing", "__pow__": "**",
-    "__gt__": ">", "__ge__": ">=", "__lt__": "<", "__le__": "<=", "__eq__": "==", "__ne__": "!=",
-}
+# operator dunder -> how a message writes it (vocab/operators.py's rows)
+OPERATOR_SYMBOLS: Final[Mapping[str, str]] = symbols()
 
 # Operators are propagated in global code under the name of their function
 # (the dunder's core, without a reflected `r`), so that messages and fixes
 # read `matmul`, `add`.
-OPERATOR_FUNCTIONS: Final[Mapping[str, str]] = {
-    "matmul": "matmul", "add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
-    "neg": "neg", "pos": "positive", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le",
-    "gt": "gt", "ge": "ge", "pow": "pow",
-}
+OPERATOR_FUNCTIONS: Final[Mapping[str, str]] = functions()
 
 # Attributes of a tensor that are views of it: they keep its SPMD type.
 VIEW_ATTRIBUTES: Final[FrozenSet[str]] = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
