@@ -20,7 +20,8 @@ def test_fixture_cases_use_a_cache_inside_the_checkout(pytestconfig: pytest.Conf
 def test_fixture_cases_load_the_plugin_from_this_checkout(pytestconfig: pytest.Config) -> None:
     # mypy runs in a subprocess given only MYPYPATH and, with this option, PYTHONPATH.
     assert pytestconfig.option.mypy_modify_pythonpath
-    assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
+    # this checkout's stub packages (megatron-stubs, spmd_types-stubs), then its sources
+    assert os.environ["PYTHONPATH"].split(os.pathsep)[:2] == [str(ROOT / "stubs" / "torch-spmd"), str(ROOT)]
 
 
 def test_fixture_cases_run_the_plugin_in_strict_mode(request: pytest.FixtureRequest) -> None:
