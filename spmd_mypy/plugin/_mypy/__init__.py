@@ -16,6 +16,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   wrap_untyped    rewrite pass: calls torch leaves untyped
   rewrites        when the two passes run (before analysis, or from the analyzer)
   writes          the value of an attribute write, typed ahead without messages
+  partial_sites   where code declares a product a pending sum (a look-ahead)
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ from .expressions import (
     str_tuple,
     str_value,
 )
+from .partial_sites import declared_partial, source_text, span
 from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
 from .tensor_types import (
     attribute_write_type,
@@ -193,6 +195,10 @@ __all__ = [
     "operator_sides",
     "str_tuple",
     "str_value",
+    # partial_sites
+    "declared_partial",
+    "source_text",
+    "span",
     # rewrite passes and the stub's names
     "route_declared_values",
     "route_in_analyzer",
