@@ -31,6 +31,7 @@ __all__ = [
     "plan",
     "backward",
     "signature_text",
+    "REDUCE_OPS",
 ]
 
 COMM_OPS: Final = frozenset({"all_gather", "all_reduce", "reduce_scatter", "all_to_all"})
@@ -332,3 +333,13 @@ def mismatch_consequence(got: AxisType, want: AxisType, axis: AxisLabel) -> str:
     if sk == "R" and dk == "I":
         return f"the gradient (Partial over {axis!r}) would be used as if already reduced"
     return f"its gradient would be {grad_type(got)} where {grad_type(want)} is expected"
+
+
+# -- reduce ops of all_reduce ---------------------------------------------------------
+# A separate, small table: "sum" is the pending sum the type P stands for, with
+# the gradient rows above.  "max" and "min" reduce a pending max/min (the
+# vocabulary-parallel cross-entropy's logits max); no gradient formula is given
+# for them, so the runtime allows them only where no gradient is recorded.
+
+REDUCE_OPS: Final[dict[str, bool]] = {"sum": True, "max": False, "min": False}
+"""Reduce op of all_reduce -> whether it is differentiable."""

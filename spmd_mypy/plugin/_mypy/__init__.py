@@ -17,6 +17,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   rewrites        when the two passes run (before analysis, or from the analyzer)
   writes          the value of an attribute write, typed ahead without messages
   partial_sites   where code declares a product a pending sum (a look-ahead)
+  finals          the value of a module-level Final name
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ from .expressions import (
     str_tuple,
     str_value,
 )
+from .finals import final_name, module_file, module_value, resolve_in_module
 from .partial_sites import declared_partial, source_text, span
 from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
 from .tensor_types import (
@@ -195,6 +197,11 @@ __all__ = [
     "operator_sides",
     "str_tuple",
     "str_value",
+    # finals
+    "final_name",
+    "module_file",
+    "module_value",
+    "resolve_in_module",
     # partial_sites
     "declared_partial",
     "source_text",
