@@ -44,7 +44,7 @@ def _keyword(ctx: Any, name: str) -> Optional[_mypy.Expression]:
     context = ctx.context
     for arg, arg_name in zip(getattr(context, "args", ()), getattr(context, "arg_names", ())):
         if arg_name == name:
-            return arg  # type: ignore[no-any-return]
+            return arg
     return None
 
 

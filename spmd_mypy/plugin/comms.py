@@ -16,7 +16,7 @@ from ..vocab.opnames import RAW_COLLECTIVES
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy, collective_args
 from .annotations import LOCAL_TYPES, SHARD_FULLNAMES, AnnotationError, Meta, decode
-from .callsite import one_arg, spmd_expr_ast
+from .callsite import one_arg
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE
 from .config import Settings

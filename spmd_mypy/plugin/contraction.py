@@ -61,7 +61,8 @@ def _reads(call: Any) -> Optional[Tuple[Any, FrozenSet[str]]]:
 
 
 def site(ctx: Any, name: str) -> Site:
-    exempt = _mypy.declared_partial(ctx.api, _reads).get(_mypy.span(ctx.context), frozenset())
+    where = _mypy.span(ctx.context)
+    exempt = _mypy.declared_partial(ctx.api, _reads).get(where, frozenset()) if where is not None else frozenset()
     declared = one_arg(ctx, "out_partial_axes")  # spmd.matmul/linear/einsum
     if declared is not None:
         one = _mypy.str_value(declared[0])

@@ -75,7 +75,7 @@ def _blocks(stmts: List[Statement]) -> Iterator[Block]:
             inner = [stmt.body]
         elif isinstance(stmt, OverloadedFuncDef):
             items = [*stmt.items, *([stmt.impl] if stmt.impl else [])]
-            inner = [i.func.body if isinstance(i, Decorator) else i.body for i in items]  # type: ignore[union-attr]
+            inner = [i.func.body if isinstance(i, Decorator) else i.body for i in items]
         elif isinstance(stmt, ClassDef):
             inner = [stmt.defs]
         else:
@@ -168,7 +168,7 @@ def declared_partial(api: Any, reads: Reads) -> Dict[Span, FrozenSet[str]]:
     if tree is None:
         return {}
     if _LAST[0] is tree and _LAST[1] is reads:
-        return _LAST[2]  # type: ignore[no-any-return]
+        return _LAST[2]
     index = _index(tree, reads)
     _LAST[:] = [tree, reads, index]
     return index
