@@ -14,14 +14,15 @@ from ..vocab.collectives import DEFAULT_SRC, PUBLIC_OPS, CollectiveError, fix_ca
 from ..vocab.localtype import AxisType, R, Shard, local_kind
 from ..vocab.opnames import RAW_COLLECTIVES
 from ..vocab.spec import Spmd, mismatches
-from . import _mypy
+from . import _mypy, collective_args
 from .annotations import LOCAL_TYPES, SHARD_FULLNAMES, AnnotationError, Meta, decode
-from .callsite import one_arg, spmd_expr_ast
+from .callsite import one_arg
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE
 from .config import Settings
 from .guard import default_return, guarded
 from .reading import check_axes
+from .spec_argument import spec_argument
 
 API = "spmd_mypy.runtime.api."
 
@@ -87,17 +88,21 @@ def type_collective(
     type per axis) and typed (dst on those axes).  `suffix` is added to every
     message (how another API's call maps onto this one)."""
     default = ctx.default_return_type
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if not collective_args.axes_known(ctx, op, axes, _SETTINGS[-1] if _SETTINGS else None):
+        return default
     try:
         plan(op, src, dst, axis=axis, expert_mode=expert)
     except CollectiveError as e:
         ctx.api.fail(str(e) + suffix, ctx.context, code=SPMD_COLLECTIVE)
         return default
+    # A max/min takes each rank's own value (V) as well as a P one.
+    per_rank_ok = op == "all_reduce" and collective_args.reduce_op(ctx, x, dst, axes) is not None
     refined = refine(ctx, op, x, axis, src, dst, expert) if refine is not None else None
     if refined is not None:
         typed = refined[0]
         new = carrier(ctx.api, typed) if typed is not None else _mypy.unknown_carrier(ctx.api)
         return _mypy.replace_tensors(default, new)
-    axes = axis if isinstance(axis, tuple) else (axis,)
     name = _mypy.expr_text(x[0])
     # A value from two branches (a Union) is checked and typed per alternative.
     alternatives = _mypy.union_alternatives(x[1]) or [x[1]]
@@ -107,6 +112,8 @@ def type_collective(
         actual = spmd_of(alternative)
         for a in axes:
             have = actual.axis_type(a) if actual is not None else None
+            if per_rank_ok and local_kind(have) == "V":
+                continue
             if have is not None and local_kind(have) != local_kind(src) and (a, str(have)) not in reported:
                 reported.add((a, str(have)))
                 ctx.api.fail(
@@ -169,10 +176,9 @@ def _assert_spmd(ctx: Any) -> _mypy.Type:
     x, meta_arg = one_arg(ctx, "x"), one_arg(ctx, "spmd")
     if x is None or meta_arg is None or not _mypy.is_tensor(x[1]):
         return default
-    names: Dict[str, str] = {}
     try:
-        node = spmd_expr_ast(meta_arg[0], names)
-        asserted = decode(Meta((node,), ctx.context.line), names.get)
+        node, resolve = spec_argument(ctx.api, meta_arg[0])  # Spmd(...), or SPEC: Final = Spmd(...)
+        asserted = decode(Meta((node,), ctx.context.line), resolve)
         if asserted is not None and _SETTINGS:
             check_axes(asserted, _SETTINGS[-1])
     except AnnotationError as e:

@@ -15,7 +15,8 @@ import itertools
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..vocab.collectives import fix_call
-from ..vocab.localtype import I, P, R, AxisType, LocalType, Shard, grad_type, local_kind
+from ..vocab.contractions import TRANSPOSES, transposed_dim
+from ..vocab.localtype import I, P, R, V, AxisType, LocalType, Shard, grad_type, local_kind
 from ..vocab.opclasses import (
     ASSIGN,
     DIVIDE,
@@ -38,7 +39,7 @@ from ..vocab.opclasses import (
 )
 from ..vocab.opnames import OPERATOR_SYMBOLS, VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
-from . import _mypy
+from . import _mypy, contraction
 from .callsite import has_typed_operand, operands, receiver_text, typed_result
 from .carrier import carrier, spmd_of
 from .errors import SPMD_BACKWARD, SPMD_INPLACE, SPMD_OP
@@ -229,10 +230,11 @@ def _infer_one(
         return None  # a plain tensor operand: gradual typing, result unknown
     if cls == FACTORY:
         return _infer_typed(ctx, name, cls, namespace, ops, n_product, report)[0]
-    key = (name, cls, namespace, n_product, tuple(o for _, o in ops))
+    product = contraction.site(ctx, name) if contraction.is_product(name) else None
+    key = (name, cls, namespace, n_product, tuple(o for _, o in ops), product)
     if key in _INFERRED:
         return _INFERRED[key]
-    result, failed = _infer_typed(ctx, name, cls, namespace, ops, n_product, report)
+    result, failed = _infer_typed(ctx, name, cls, namespace, ops, n_product, report, product)
     if not failed and len(_INFERRED) < _MAX_INFERRED:
         _INFERRED[key] = result
     return result
@@ -240,10 +242,11 @@ def _infer_one(
 
 def _infer_typed(
     ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand], n_product: int,
-    report: Optional[Report] = None,
+    report: Optional[Report] = None, product: Optional[contraction.Site] = None,
 ) -> Tuple[Optional[Spmd], bool]:
     """_infer_one on operands that are all typed: (result, whether a rule error was
-    found).  Errors go to `report` when given, else to mypy."""
+    found).  Errors go to `report` when given, else to mypy.  `product`: the
+    call's site when the op contracts dims (contraction.py)."""
     failed = False
     axes = sorted({a for _, o in ops if isinstance(o, Spmd) for a in o.axes})
     nograd = [o.nograd if isinstance(o, Spmd) else True for _, o in ops]
@@ -264,6 +267,17 @@ def _infer_typed(
                 _report_op_error(ctx, name, message)
             failed = True
             t = _combined_or_none(cls, fixed, nograd, n_product)  # typed as the fix would type it
+            if t is not None:
+                result[axis] = t
+            continue
+        if product is not None and (t is V or isinstance(t, Shard)):
+            message = contraction.violation(ctx, name, namespace, axis, ops[: n_product or len(ops)], product)
+            if message is not None:
+                if report is not None:
+                    report(axis, message)
+                else:
+                    _report_op_error(ctx, name, message)
+                failed, t = True, P  # the pending sum the ranks hold: the type the fix gives
         if t is not None:
             result[axis] = t
     rest = _rest(cls, ops, nograd, n_product)
@@ -359,10 +373,28 @@ def op_hook(
         if isinstance(spmd, Alternatives):
             union = _mypy.union_of([carrier(ctx.api, r) for r in spmd])
             return _mypy.replace_tensors(ctx.default_return_type, union)
+        if name in TRANSPOSES and isinstance(spmd, Spmd):
+            args = _mypy.call_args(ctx)
+            source = ctx.type if receiver else (args[0][2] if args else None)
+            dims = [d for d in (_mypy.int_value(e) for _, e, _ in args) if d is not None]
+            spmd = transposed(spmd_of(source) if source is not None else None, spmd, name, dims)
         check_out(ctx, name, namespace, spmd)
         return typed_result(ctx, spmd, has_typed_operand(ctx, receiver))
 
     return guarded(hook, default_return)
+
+
+def transposed(source: Optional[Spmd], result: Spmd, name: str, dims: List[int]) -> Spmd:
+    """The result of a transposing view of `source` with its shards' dims
+    moved (vocab.contractions.transposed_dim); V where the rank would decide."""
+    if source is None or source.spec is not None:
+        return result
+    axes = dict(result.axes)
+    for a, t in source.axes.items():
+        if isinstance(t, Shard) and local_kind(axes.get(a)) == "V":
+            moved = transposed_dim(name, t.dim, dims)
+            axes[a] = Shard(moved) if moved is not None else V
+    return Spmd.of(axes, None, result.nograd, result.rest)
 
 
 def check_out(ctx: Any, name: str, namespace: str, result: Optional[Spmd]) -> None:
@@ -444,18 +476,20 @@ def _inplace_fix(ctx: Any, name: str, base: str, axis: str, was: AxisType, now: 
 
 def attribute_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
     if name in VIEW_ATTRIBUTES:
-        return guarded(lambda ctx: _attribute(ctx, grad=False), default_attr)
+        return guarded(lambda ctx: _attribute(ctx, name, grad=False), default_attr)
     if name == "grad":
-        return guarded(lambda ctx: _attribute(ctx, grad=True), default_attr)
+        return guarded(lambda ctx: _attribute(ctx, name, grad=True), default_attr)
     return None
 
 
-def _attribute(ctx: Any, grad: bool) -> _mypy.Type:
+def _attribute(ctx: Any, name: str, grad: bool) -> _mypy.Type:
     spmd = spmd_of(ctx.type)
     if spmd is None or ctx.is_lvalue:
         return ctx.default_attr_type
     if grad:
         spmd = Spmd.of({a: grad_type(t) for a, t in spmd.axes.items()})
+    elif name in TRANSPOSES:
+        spmd = transposed(spmd, spmd, name, [])
     return _mypy.replace_tensors(ctx.default_attr_type, carrier(ctx.api, spmd))
 
 

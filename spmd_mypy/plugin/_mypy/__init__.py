@@ -19,6 +19,8 @@ pyproject.toml.  The rest of the plugin imports from here only:
   writes          the value of an attribute write, typed ahead without messages
   members         classes and members: whose forward runs, redeclared attributes
   overrides       overrides of a torch method that differ only by carriers
+  partial_sites   where code declares a product a pending sum (a look-ahead)
+  finals          the value of a module-level Final name
 """
 
 from __future__ import annotations
@@ -116,6 +118,8 @@ from .members import (
     without_none,
 )
 from .overrides import ignore_carrier_overrides
+from .finals import final_name, module_file, module_value, resolve_in_module
+from .partial_sites import declared_partial, source_text, span
 from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
 from .tensor_types import (
     attribute_write_type,
@@ -235,6 +239,15 @@ __all__ = [
     "super_forward_owner",
     "without_none",
     "ignore_carrier_overrides",
+    # finals
+    "final_name",
+    "module_file",
+    "module_value",
+    "resolve_in_module",
+    # partial_sites
+    "declared_partial",
+    "source_text",
+    "span",
     # rewrite passes and the stub's names
     "route_declared_values",
     "route_in_analyzer",

@@ -1,0 +1,58 @@
+"""Module-level `Final` names, for arguments read statically
+(`spmd.assert_spmd(x, SPEC)` with `SPEC: Final = Spmd(...)`, possibly
+imported from another module).  A module already checked keeps its symbol
+table and path but not its statements, so its initialiser is then read from
+the source (plugin/spec_argument.py); names in it resolve through the
+module's symbol table."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+from mypy.nodes import AssignmentStmt, Expression, MypyFile, NameExpr, RefExpr, Var
+
+
+def final_name(expr: Expression) -> Optional[Tuple[str, str]]:
+    """(module, name) of a reference to a module-level Final variable."""
+    node = expr.node if isinstance(expr, RefExpr) else None
+    if not isinstance(node, Var) or not node.is_final:
+        return None
+    module, _, name = node.fullname.rpartition(".")
+    return (module, name) if module else None
+
+
+def _module(api: Any, module: str) -> Optional[MypyFile]:
+    tree = getattr(api, "modules", {}).get(module)
+    return tree if isinstance(tree, MypyFile) else None
+
+
+def module_value(api: Any, module: str, name: str) -> Optional[Expression]:
+    """The initialiser of `name` in the module's tree; None when the tree no
+    longer holds statements (a module checked before) or has no such one."""
+    tree = _module(api, module)
+    for stmt in tree.defs if tree is not None else ():
+        if (
+            isinstance(stmt, AssignmentStmt)
+            and len(stmt.lvalues) == 1
+            and isinstance(stmt.lvalues[0], NameExpr)
+            and stmt.lvalues[0].name == name
+        ):
+            return stmt.rvalue
+    return None
+
+
+def module_file(api: Any, module: str) -> Optional[str]:
+    tree = _module(api, module)
+    return tree.path if tree is not None else None
+
+
+def resolve_in_module(api: Any, module: str, dotted: str) -> Optional[str]:
+    """The fullname `a.b.c` written in the module stands for (its symbol table)."""
+    tree = _module(api, module)
+    first, _, rest = dotted.partition(".")
+    symbol = tree.names.get(first) if tree is not None else None
+    node = symbol.node if symbol is not None else None
+    full = getattr(node, "fullname", None)
+    if not full:
+        return None
+    return f"{full}.{rest}" if rest else full

@@ -1,0 +1,60 @@
+"""An `Spmd(...)` passed as an argument and read statically (spmd.assert_spmd):
+written in the call, or a module-level `Final` name (`SPEC: Final =
+Spmd(...)`, in this module or imported).  Anything else is an error: a spec
+held in an ordinary variable could change, so the checker cannot read it."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from . import _mypy
+from .annotations import AnnotationError
+from .callsite import spmd_expr_ast
+from .sourcefile import file_version, parse_source, read_source
+
+Resolve = Callable[[str], Optional[str]]
+
+
+def spec_argument(api: Any, expr: _mypy.Expression) -> Tuple[ast.expr, Resolve]:
+    """The argument as stdlib ast and how its dotted names resolve
+    (AnnotationError when it cannot be read statically)."""
+    found = _mypy.final_name(expr)
+    if found is None:
+        if _mypy.call_parts(expr) is None:
+            raise AnnotationError(
+                f"{_mypy.expr_text(expr)!r} is not read statically: write Spmd(...) in the call, "
+                f"or name a module-level Final spec ({_mypy.expr_text(expr)}: Final = Spmd(...))",
+                0,
+            )
+        names: Dict[str, str] = {}
+        return spmd_expr_ast(expr, names), names.get
+    module, name = found
+    value = _mypy.module_value(api, module, name)
+    if value is not None:  # this module, or one whose statements mypy still holds
+        names = {}
+        return spmd_expr_ast(value, names), names.get
+    node = _from_source(_mypy.module_file(api, module), name)
+    if node is None:
+        raise AnnotationError(f"cannot read the Final spec {module}.{name} from its source", 0)
+    return node, lambda dotted: _mypy.resolve_in_module(api, module, dotted)
+
+
+_SOURCES: Dict[str, Tuple[object, Dict[str, ast.expr]]] = {}  # path -> (version, Final values)
+
+
+def _from_source(path: Optional[str], name: str) -> Optional[ast.expr]:
+    if path is None:
+        return None
+    version = file_version(path)
+    cached = _SOURCES.get(path)
+    if cached is None or cached[0] != version:
+        tree = parse_source(read_source(path))
+        values: Dict[str, ast.expr] = {}
+        for stmt in tree.body if isinstance(tree, ast.Module) else ():
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                values[stmt.target.id] = stmt.value
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                values[stmt.targets[0].id] = stmt.value
+        cached = _SOURCES[path] = (version, values)
+    return cached[1].get(name)
