@@ -4,6 +4,8 @@ Hooks, each a dictionary lookup by fullname (mypy asks hundreds of thousands
 of times per run):
 
   Tensor in a type        reading.analyze_tensor  (Annotated[Tensor, Spmd(...)])
+  ProcessGroup in a type  groups.analyze_group    (Annotated[ProcessGroup, Axis("tp")])
+  configured group getters groups.hooks(settings) ([spmd_mypy] groups = ...)
   torch functions, F.*    ops.op_hook             (table-driven per-axis rules)
   methods of a carrier    ops.op_hook             (operators, in-place, backward)
   spmd.* collectives      comms.hooks(...)        (src/dst from vocab.collectives;
@@ -21,7 +23,7 @@ of times per run):
 
 Modules: _mypy/ (every mypy import), annotations (the per-file index, pure
 Python), sourcefile and positions (below it), reading, carrier, callsite
-(what the call hooks share), ops, comms, relation, declared, untyped,
+(what the call hooks share), groups (process groups as axes), ops, comms, relation, declared, untyped,
 parameters, global_mode and global_scopes, local_map, setup_check, guard,
 errors, config.  Each feature
 module owns its hook table; this module registers them.  The plugin never
@@ -35,7 +37,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, local_map, ops, parameters, reading, relation, setup_check, untyped
+from . import _mypy, comms, config, declared, global_mode, groups, local_map, ops, parameters, reading, relation, setup_check, untyped
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
 from .guard import STRICT, guarded, nothing, report_skipped
@@ -171,6 +173,7 @@ class SpmdPlugin(_mypy.Plugin):
         )
         # Each feature module owns its table; global mode's refinements are
         # passed in where a table is built.
+        group_calls, group_attributes = groups.hooks(settings)  # the `groups` setting
         self._functions = _Hooks(
             _function_hook,
             _disjoint(
@@ -179,12 +182,14 @@ class SpmdPlugin(_mypy.Plugin):
                 global_mode.HOOKS,
                 local_map.HOOKS,
                 untyped.HOOKS,
+                group_calls,
             ),
         )
-        self._methods = _Hooks(_method_hook)
+        self._methods = _Hooks(_method_hook, dict(group_calls))
         self._signatures = _Hooks(_signature_hook)
-        self._attributes = _Hooks(_attribute_hook)
-        self._types = _Hooks(self._type_hook, {_mypy.TENSOR: self._tensor_hook})
+        self._attributes = _Hooks(_attribute_hook, dict(group_attributes))
+        group_hook = guarded(functools.partial(groups.analyze_group, settings=settings), _mypy.plain_group_in_analyzer)
+        self._types = _Hooks(self._type_hook, {_mypy.TENSOR: self._tensor_hook, _mypy.PROCESS_GROUP: group_hook})
         # mypy's lookups go straight to each table's C-level __getitem__ (see
         # _Hooks); the methods of the same names below answer the same.
         for method, table in (

@@ -8,7 +8,7 @@ input on each axis, and the result takes dst on those axes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..vocab.collectives import DEFAULT_SRC, PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
 from ..vocab.localtype import AxisType, R, Shard, local_kind
@@ -16,9 +16,10 @@ from ..vocab.opnames import RAW_COLLECTIVES
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy
 from .annotations import LOCAL_TYPES, SHARD_FULLNAMES, AnnotationError, Meta, decode
-from .callsite import one_arg, spmd_expr_ast
+from .callsite import one_arg, spmd_expr_ast, unknown_in_spmd_file
 from .carrier import carrier, spmd_of
-from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE
+from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GROUP
+from .groups import axis_of, unnamed_axis_message
 from .config import Settings
 from .guard import default_return, guarded
 from .reading import check_axes
@@ -62,11 +63,14 @@ def _collective(
         return spec_form(ctx)
     if x is None or axis_arg is None or dst_arg is None:
         return default
-    axis: Union[str, Tuple[str, ...], None] = _mypy.str_value(axis_arg[0]) or _mypy.str_tuple(axis_arg[0])
+    axis = axis_of(axis_arg[0], axis_arg[1])  # a name, names, or a group declared as an axis
     src = _axis_type(src_arg[0]) if src_arg is not None else DEFAULT_SRC.get(op)
     dst = _axis_type(dst_arg[0])
-    if axis is None or src is None or dst is None:
-        return default  # a ProcessGroup or computed argument: not typed statically
+    if axis is None:  # never silently unchecked: say so, and how to name it
+        ctx.api.fail(unnamed_axis_message(f"spmd.{op}", axis_arg[0], axis_arg[1]), ctx.context, code=SPMD_GROUP)
+        return unknown_in_spmd_file(ctx, default)
+    if src is None or dst is None:
+        return default  # a computed src/dst: not typed statically
     expert = expert_arg is not None and _mypy.is_true(expert_arg[0])
     try:
         plan(op, src, dst, axis=axis, expert_mode=expert)
@@ -79,6 +83,7 @@ def _collective(
         new = carrier(ctx.api, typed) if typed is not None else _mypy.unknown_carrier(ctx.api)
         return _mypy.replace_tensors(default, new)
     axes = axis if isinstance(axis, tuple) else (axis,)
+    written = _mypy.str_value(axis_arg[0]) or _mypy.str_tuple(axis_arg[0])
     name = _mypy.expr_text(x[0])
     # A value from two branches (a Union) is checked and typed per alternative.
     alternatives = _mypy.union_alternatives(x[1]) or [x[1]]
@@ -91,6 +96,8 @@ def _collective(
             if have is not None and local_kind(have) != local_kind(src) and (a, str(have)) not in reported:
                 reported.add((a, str(have)))
                 fix = fix_call(have, src, a, name)
+                if fix and written is None:  # over a group: the fix passes the same group
+                    fix = fix.replace(f", {a!r}, src=", f", {_mypy.expr_text(axis_arg[0])}, src=")
                 ctx.api.fail(
                     f"spmd.{op} on axis {a!r}: src={src}, but {name} is {have} there; "
                     f"{mismatch_consequence(have, src, a)}"

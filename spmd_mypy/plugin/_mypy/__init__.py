@@ -16,6 +16,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   wrap_untyped    rewrite pass: calls torch leaves untyped
   rewrites        when the two passes run (before analysis, or from the analyzer)
   writes          the value of an attribute write, typed ahead without messages
+  group_types     process groups that stand for mesh axes (AxisGroup[Literal[...]])
 """
 
 from __future__ import annotations
@@ -96,6 +97,17 @@ from .expressions import (
     operator_sides,
     str_tuple,
     str_value,
+)
+from .group_types import (
+    GROUP_CARRIER,
+    PROCESS_GROUP,
+    group_in_analyzer,
+    group_in_checker,
+    group_text,
+    is_process_group,
+    literal_str,
+    plain_group_in_analyzer,
+    relax_group,
 )
 from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
 from .tensor_types import (
@@ -193,6 +205,16 @@ __all__ = [
     "operator_sides",
     "str_tuple",
     "str_value",
+    # group_types
+    "GROUP_CARRIER",
+    "PROCESS_GROUP",
+    "group_in_analyzer",
+    "group_in_checker",
+    "group_text",
+    "is_process_group",
+    "literal_str",
+    "plain_group_in_analyzer",
+    "relax_group",
     # rewrite passes and the stub's names
     "route_declared_values",
     "route_in_analyzer",

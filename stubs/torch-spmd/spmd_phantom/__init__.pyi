@@ -12,11 +12,18 @@
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from torch import Tensor
+from torch.distributed import ProcessGroup
 
 _S_co = TypeVar("_S_co", covariant=True)
 _T = TypeVar("_T")
 
 class SpmdTensor(Tensor, Generic[_S_co]): ...
+
+# A ProcessGroup that stands for a mesh axis: AxisGroup[Literal["tp"]] for
+# `Annotated[ProcessGroup, spmd.Axis("tp")]` (axes of a flattened group joined
+# by commas, "dp,tp").  The plugin reads the axis of a collective's group
+# argument from it (spmd_mypy/plugin/groups.py).
+class AxisGroup(ProcessGroup, Generic[_S_co]): ...
 
 # The plugin routes `return e` and `y: Annotated[...] = e` of files that use
 # spmd through these two (see spmd_mypy/plugin/declared.py): their hooks check
