@@ -21,6 +21,8 @@ The public entry points, for every module that meets an axis argument:
   axis_names_of_type(typ)   the axes a group type stands for (None if none)
   declared_group(...)       a return / annotated assignment of a group
   written_group(ctx)        a write to an attribute declared as a group
+  relaxed_group_parameters  a call's signature: declared groups take any group
+  check_group_arguments     ... but not the group of another axis
   analyze_group             the type-analyze hook of ProcessGroup
   hooks(settings)           function/method/attribute hooks of the setting
 """
@@ -28,7 +30,7 @@ The public entry points, for every module that meets an axis argument:
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..vocab.axis import axis_text, parse_axis_text
 from . import _mypy
@@ -43,7 +45,9 @@ __all__ = [
     "analyze_group",
     "axis_names_of_type",
     "axis_of",
+    "check_group_arguments",
     "declared_group",
+    "relaxed_group_parameters",
     "written_group",
     "decode_axis",
     "hooks",
@@ -187,6 +191,37 @@ def written_group(ctx: Any) -> Optional[_mypy.Type]:
     if value is not None:
         declared_group(ctx.api, value, _mypy.quietly_typed(ctx.api, value), declared)
     return _mypy.relax_group(declared)
+
+
+def relaxed_group_parameters(params: List[_mypy.Type]) -> Optional[List[_mypy.Type]]:
+    """A signature's parameter types with ProcessGroup in place of each group of
+    an axis (a call's signature hook): a plain group fits, as an unknown
+    tensor fits an annotated parameter; check_group_arguments then rejects a
+    group of another axis.  None when no parameter is such a group."""
+    if not any(_mypy.group_text(t) is not None for t in params):
+        return None
+    return [_mypy.relax_group(t) if _mypy.group_text(t) is not None else t for t in params]
+
+
+def check_group_arguments(ctx: Any, sig: _mypy.CallableType, callee: str) -> None:
+    """Each argument that is the group of an axis, against a parameter declared
+    as the group of an axis (the unrelaxed signature `sig`)."""
+    for i, formal in enumerate(sig.arg_types):
+        want = _mypy.group_text(formal)
+        if want is None or i >= len(ctx.args):
+            continue
+        for expr, typ in zip(ctx.args[i], ctx.arg_types[i]):
+            have = _mypy.group_text(typ)
+            if have is not None and have != want:
+                name = sig.arg_names[i] if i < len(sig.arg_names) else None
+                _mypy.fail(
+                    ctx.api,
+                    f'{_mypy.expr_text(expr)} is the group of axis {have!r}, but parameter "{name}" of '
+                    f'"{callee}" is the group of axis {want!r}; collectives over it would be typed on '
+                    f"the wrong axis",
+                    expr,
+                    SPMD_GROUP,
+                )
 
 
 # -- the `groups` setting ----------------------------------------------------------------
