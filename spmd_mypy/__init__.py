@@ -45,6 +45,7 @@ _RUNTIME = {
     "mean": "global_ops",
     "global_spmd": "global_ops",
     "local_map": "global_ops",
+    "trusted": "trusted",
 }
 # Pure-Python vocabulary loaded on first use too: the mypy plugin imports this
 # package on every run and never plans a redistribution.
@@ -81,6 +82,7 @@ if TYPE_CHECKING:
     )
     from .runtime.global_ops import einsum, global_spmd, linear, local_map, matmul, mean, sum
     from .runtime.mesh import current_mesh, set_mesh
+    from .runtime.trusted import trusted
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,8 @@ of times per run):
   user class attributes   parameters.write_hook   (writes to a module parameter: a plain Tensor,
                                                   or a value of the declared SPMD type)
   spmd.local_map(fn, ...) local_map.HOOKS         (fn checked against in_types/out_types)
+  spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked)
+  report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
@@ -37,10 +39,10 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, groups, local_map, ops, parameters, reading, relation, setup_check, untyped
+from . import _mypy, comms, config, declared, global_mode, groups, local_map, ops, parameters, reading, relation, setup_check, untyped, untyped_regions
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
-from .guard import STRICT, guarded, nothing, report_skipped
+from .guard import STRICT, default_return, guarded, nothing, report_skipped
 from .annotations import mentions_spmd, mentions_untyped_torch
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
@@ -88,9 +90,9 @@ def _method_hook(fullname: str) -> Optional[Hook]:
         if name.startswith("__") and " " not in name:
             return ops.op_hook(name, "tensor", True, global_mode.refine_op)
     if fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
-        return relation.module_call_hook
+        return _MODULE_CALL
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
-        return relation.function_apply_hook
+        return _FUNCTION_APPLY
     return _argument_hook(fullname) if _user_code(fullname) else None
 
 
@@ -112,7 +114,25 @@ def _signature_hook(fullname: str) -> Optional[Hook]:
 
 
 def _argument_hook(fullname: str) -> Hook:
-    return global_mode.exact_arguments(relation.argument_hook(fullname.rsplit(".", 1)[-1]))
+    hook = global_mode.exact_arguments(relation.argument_hook(fullname.rsplit(".", 1)[-1]))
+    return guarded(untyped_regions.watch_function(hook, _declares_spmd), default_return)
+
+
+def _declares_spmd(ctx: Any) -> bool:
+    return relation.pending_signature(ctx) is not None  # relaxed: it declares SPMD types
+
+
+# Typed tensors entering unannotated code: reported with report_untyped = true.
+_MODULE_CALL = guarded(
+    untyped_regions.watch_forward(relation.module_call_hook, _mypy.forward_signature, "the module", False),
+    default_return,
+)
+_FUNCTION_APPLY = guarded(
+    untyped_regions.watch_forward(
+        relation.function_apply_hook, _mypy.autograd_function_forward, "the autograd Function", True
+    ),
+    default_return,
+)
 
 
 def _attribute_hook(fullname: str) -> Optional[Hook]:
@@ -168,6 +188,7 @@ class SpmdPlugin(_mypy.Plugin):
         self._version = _rules_version()
         settings = self.settings
         comms.configure(settings)
+        untyped_regions.configure(settings)
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
         )

@@ -16,6 +16,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   wrap_untyped    rewrite pass: calls torch leaves untyped
   rewrites        when the two passes run (before analysis, or from the analyzer)
   writes          the value of an attribute write, typed ahead without messages
+  signatures      signatures built from declared types (spmd.trusted)
   group_types     process groups that stand for mesh axes (AxisGroup[Literal[...]])
 """
 
@@ -109,6 +110,7 @@ from .group_types import (
     plain_group_in_analyzer,
     relax_group,
 )
+from .signatures import positional_signature, takes_var_args
 from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
 from .tensor_types import (
     attribute_write_type,
@@ -215,6 +217,9 @@ __all__ = [
     "literal_str",
     "plain_group_in_analyzer",
     "relax_group",
+    # signatures
+    "positional_signature",
+    "takes_var_args",
     # rewrite passes and the stub's names
     "route_declared_values",
     "route_in_analyzer",
