@@ -170,12 +170,12 @@ class DeferredComm(Comm):
             self._done = resolve_axis(self._name)
         return self._done
 
-    @property  # type: ignore[override]
-    def group(self) -> dist.ProcessGroup:
+    @property
+    def group(self) -> dist.ProcessGroup:  # type: ignore[override]
         return self.resolved().group
 
-    @property  # type: ignore[override]
-    def size(self) -> int:
+    @property
+    def size(self) -> int:  # type: ignore[override]
         return self.resolved().size
 
     def coord(self) -> int:
