@@ -9,7 +9,7 @@
         out = spmd.reinterpret(h @ w.T, "tp", src=V, dst=P)
         return spmd.all_reduce(out, "tp", src=P, dst=R)
 
-The vocabulary (Spmd, R/I/V/P/S, PartitionSpec) is pure Python and imported
+The vocabulary (Spmd, Axis, R/I/V/P/S, PartitionSpec) is pure Python and imported
 eagerly, except the redistribution planner.  The runtime (collectives,
 set_mesh) imports torch, so it is loaded on first use: the mypy plugin imports
 this package without ever importing torch or the planner.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .vocab.axis import Axis
 from .vocab.collectives import CollectiveError
 from .vocab.localtype import I, P, R, S, V
 from .vocab.spec import PartitionSpec, SpecError, Spmd
@@ -45,6 +46,7 @@ _RUNTIME = {
     "mean": "global_ops",
     "global_spmd": "global_ops",
     "local_map": "global_ops",
+    "trusted": "trusted",
 }
 # Pure-Python vocabulary loaded on first use too: the mypy plugin imports this
 # package on every run and never plans a redistribution.
@@ -52,6 +54,7 @@ _LAZY_VOCAB = {"RedistPlan": "redistribute_plan", "plan_redistribute": "redistri
 
 __all__ = [
     "Spmd",
+    "Axis",
     "PartitionSpec",
     "R",
     "I",
@@ -81,6 +84,7 @@ if TYPE_CHECKING:
     from .runtime.global_ops import einsum, global_spmd, linear, local_map, matmul, mean, sum
     from .runtime.mesh import current_mesh, set_mesh
     from .runtime.simulate import simulate
+    from .runtime.trusted import trusted
 
 
 def __getattr__(name: str) -> Any:

@@ -4,6 +4,8 @@ Hooks, each a dictionary lookup by fullname (mypy asks hundreds of thousands
 of times per run):
 
   Tensor in a type        reading.analyze_tensor  (Annotated[Tensor, Spmd(...)])
+  ProcessGroup in a type  groups.analyze_group    (Annotated[ProcessGroup, Axis("tp")])
+  configured group getters groups.hooks(settings) ([spmd_mypy] groups = ...)
   torch functions, F.*    ops.op_hook             (table-driven per-axis rules)
   methods of a carrier    ops.op_hook             (operators, in-place, backward)
   spmd.* collectives      comms.hooks(...)        (src/dst from vocab.collectives;
@@ -20,13 +22,16 @@ of times per run):
                                                   or a value of the declared SPMD type)
   spmd.local_map(fn, ...) local_map.HOOKS         (fn checked against in_types/out_types)
   spmd_types.*            spmd_types.HOOKS        (the runtime checker's API, read with our rules)
+  spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked)
+  report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
 Modules: _mypy/ (every mypy import), annotations (the per-file index, pure
 Python), sourcefile and positions (below it), reading, carrier, callsite
-(what the call hooks share), ops, comms, relation, declared, untyped,
-parameters, modules, global_mode and global_scopes, local_map, setup_check, guard,
+(what the call hooks share), groups (process groups as axes), ops, comms,
+relation, declared, untyped, untyped_regions, parameters, modules, megatron,
+spmd_types, global_mode and global_scopes, local_map, setup_check, guard,
 errors, config.  Each feature
 module owns its hook table; this module registers them.  The plugin never
 imports torch.
@@ -45,6 +50,7 @@ from . import (
     config,
     declared,
     global_mode,
+    groups,
     local_map,
     megatron,
     modules,
@@ -55,6 +61,7 @@ from . import (
     setup_check,
     spmd_types,
     untyped,
+    untyped_regions,
 )
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
@@ -106,12 +113,12 @@ def _method_hook(fullname: str) -> Optional[Hook]:
         if name.startswith("__") and " " not in name:
             return ops.op_hook(name, "tensor", True, global_mode.refine_op)
     if fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
-        return modules.module_call_hook
+        return _MODULE_CALL
     if fullname.endswith(".forward") and not fullname.startswith(("builtins.", "typing.")):
         fallback = _argument_hook(fullname) if _user_code(fullname) else default_return
         return modules.forward_method_hook(fallback)
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
-        return relation.function_apply_hook
+        return _FUNCTION_APPLY
     return _argument_hook(fullname) if _user_code(fullname) else None
 
 
@@ -133,7 +140,25 @@ def _signature_hook(fullname: str) -> Optional[Hook]:
 
 
 def _argument_hook(fullname: str) -> Hook:
-    return global_mode.exact_arguments(relation.argument_hook(fullname.rsplit(".", 1)[-1]))
+    hook = global_mode.exact_arguments(relation.argument_hook(fullname.rsplit(".", 1)[-1]))
+    return guarded(untyped_regions.watch_function(hook, _declares_spmd), default_return)
+
+
+def _declares_spmd(ctx: Any) -> bool:
+    return relation.pending_signature(ctx) is not None  # relaxed: it declares SPMD types
+
+
+# Typed tensors entering unannotated code: reported with report_untyped = true.
+_MODULE_CALL = guarded(
+    untyped_regions.watch_forward(modules.module_call_hook, _mypy.forward_signature, "the module", False),
+    default_return,
+)
+_FUNCTION_APPLY = guarded(
+    untyped_regions.watch_forward(
+        relation.function_apply_hook, _mypy.autograd_function_forward, "the autograd Function", True
+    ),
+    default_return,
+)
 
 
 def _attribute_hook(fullname: str) -> Optional[Hook]:
@@ -189,11 +214,13 @@ class SpmdPlugin(_mypy.Plugin):
         self._version = _rules_version()
         settings = self.settings
         comms.configure(settings)
+        untyped_regions.configure(settings)
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
         )
         # Each feature module owns its table; global mode's refinements are
         # passed in where a table is built.
+        group_calls, group_attributes = groups.hooks(settings)  # the `groups` setting
         self._functions = _Hooks(
             _function_hook,
             _disjoint(
@@ -205,12 +232,15 @@ class SpmdPlugin(_mypy.Plugin):
                 untyped.HOOKS,
                 megatron.HOOKS,
                 modules.function_hooks(_argument_hook),
+                group_calls,
             ),
         )
-        self._methods = _Hooks(_method_hook, dict(megatron.HOOKS))  # megatron-core's layer calls
+        # megatron-core's layer calls; calls of the `groups` setting's getters
+        self._methods = _Hooks(_method_hook, _disjoint(dict(megatron.HOOKS), dict(group_calls)))
         self._signatures = _Hooks(_signature_hook)
-        self._attributes = _Hooks(_attribute_hook, dict(modules.ATTRIBUTE_HOOKS))
-        self._types = _Hooks(self._type_hook, {_mypy.TENSOR: self._tensor_hook})
+        self._attributes = _Hooks(_attribute_hook, _disjoint(dict(modules.ATTRIBUTE_HOOKS), dict(group_attributes)))
+        group_hook = guarded(functools.partial(groups.analyze_group, settings=settings), _mypy.plain_group_in_analyzer)
+        self._types = _Hooks(self._type_hook, {_mypy.TENSOR: self._tensor_hook, _mypy.PROCESS_GROUP: group_hook})
         # mypy's lookups go straight to each table's C-level __getitem__ (see
         # _Hooks); the methods of the same names below answer the same.
         for method, table in (

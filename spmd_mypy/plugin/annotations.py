@@ -227,7 +227,8 @@ def _scan_file(path: Optional[str]) -> _Facts:
     uses = b"spmd" in data or b"Spmd" in data or b"SPMD" in data
     untyped = b"special" in data or b"linalg" in data or b"fft" in data
     # the cheap pre-filter: most files never mention Spmd, and have no index
-    facts = _CACHE[path] = _Facts(key, uses, untyped, data if b"Spmd" in data else None)
+    has_meta = b"Spmd" in data or b"Axis(" in data  # tensors, or groups (groups.py)
+    facts = _CACHE[path] = _Facts(key, uses, untyped, data if has_meta else None)
     return facts
 
 

@@ -16,9 +16,10 @@ from ..vocab.opnames import RAW_COLLECTIVES
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy, collective_args
 from .annotations import LOCAL_TYPES, SHARD_FULLNAMES, AnnotationError, Meta, decode
-from .callsite import one_arg
+from .callsite import one_arg, spmd_expr_ast, unknown_in_spmd_file
 from .carrier import carrier, spmd_of
-from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE
+from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GROUP
+from .groups import axis_of, unnamed_axis_message
 from .config import Settings
 from .guard import default_return, guarded
 from .reading import check_axes
@@ -63,13 +64,18 @@ def _collective(
         return spec_form(ctx)
     if x is None or axis_arg is None or dst_arg is None:
         return default
-    axis: Union[str, Tuple[str, ...], None] = _mypy.str_value(axis_arg[0]) or _mypy.str_tuple(axis_arg[0])
+    axis = axis_of(axis_arg[0], axis_arg[1])  # a name, names, or a group declared as an axis
     src = _axis_type(src_arg[0]) if src_arg is not None else DEFAULT_SRC.get(op)
     dst = _axis_type(dst_arg[0])
-    if axis is None or src is None or dst is None:
-        return default  # a ProcessGroup or computed argument: not typed statically
+    if axis is None:  # never silently unchecked: say so, and how to name it
+        ctx.api.fail(unnamed_axis_message(f"spmd.{op}", axis_arg[0], axis_arg[1]), ctx.context, code=SPMD_GROUP)
+        return unknown_in_spmd_file(ctx, default)
+    if src is None or dst is None:
+        return default  # a computed src/dst: not typed statically
     expert = expert_arg is not None and _mypy.is_true(expert_arg[0])
-    return type_collective(ctx, op, x, axis, src, dst, expert, refine)
+    written = _mypy.str_value(axis_arg[0]) or _mypy.str_tuple(axis_arg[0])
+    group_text = None if written else _mypy.expr_text(axis_arg[0])  # over a group: hints pass it
+    return type_collective(ctx, op, x, axis, src, dst, expert, refine, group_text=group_text)
 
 
 def type_collective(
@@ -82,11 +88,13 @@ def type_collective(
     expert: bool = False,
     refine: Optional[Refine] = None,
     suffix: str = "",
+    group_text: Optional[str] = None,
 ) -> _mypy.Type:
     """The collective `op` on `x` over `axis` from src to dst, with its
     arguments read: checked (the vocabulary's plan, then src against x's
     type per axis) and typed (dst on those axes).  `suffix` is added to every
-    message (how another API's call maps onto this one)."""
+    message (how another API's call maps onto this one); `group_text`: the
+    group expression the call names the axis by, which hints pass on."""
     default = ctx.default_return_type
     axes = axis if isinstance(axis, tuple) else (axis,)
     if not collective_args.axes_known(ctx, op, axes, _SETTINGS[-1] if _SETTINGS else None):
@@ -119,7 +127,7 @@ def type_collective(
                 ctx.api.fail(
                     f"spmd.{op} on axis {a!r}: src={src}, but {name} is {have} there; "
                     f"{mismatch_consequence(have, src, a)}"
-                    + _src_hint(have, src, dst, a, name, len(axes) == 1, len(alternatives) > 1)
+                    + _over(_src_hint(have, src, dst, a, name, len(axes) == 1, len(alternatives) > 1), a, group_text)
                     + (
                         f", or drop this call if {name} is already what you need"
                         if local_kind(have) in ("R", "I") and op in ("all_reduce", "redistribute")
@@ -132,6 +140,11 @@ def type_collective(
         results.append(_after(actual, axes, dst))
     types = [carrier(ctx.api, r) for r in dict.fromkeys(results)]
     return _mypy.replace_tensors(default, _mypy.union_of(types))
+
+
+def _over(hint: str, axis: str, group_text: Optional[str]) -> str:
+    """A hint's calls over the group the call was written with, not the axis name."""
+    return hint.replace(f", {axis!r}, src=", f", {group_text}, src=") if group_text else hint
 
 
 def _src_hint(

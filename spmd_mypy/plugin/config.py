@@ -3,6 +3,11 @@
     [spmd_mypy]
     axes = dp, tp      # the mesh axes the code uses (unknown names become errors)
     strict = true      # per-axis annotations must name every declared axis
+    groups = pkg.parallel_state.get_tensor_model_parallel_group: tp,
+             pkg.parallel_state.ProcessGroupManager.dp_group: dp
+                       # functions, methods and attributes that give the
+                       # ProcessGroup of a mesh axis (plugin/groups.py)
+    report_untyped = true  # report typed tensors entering unannotated code
 """
 
 from __future__ import annotations
@@ -17,15 +22,36 @@ __all__ = ["Settings", "load"]
 class Settings(NamedTuple):
     axes: Tuple[str, ...] = ()
     strict: bool = False
+    groups: Tuple[Tuple[str, str], ...] = ()  # (fullname, axes text "tp" or "dp,tp")
+    report_untyped: bool = False
 
     def as_data(self) -> dict:
-        return {"axes": list(self.axes), "strict": self.strict}
+        return {
+            "axes": list(self.axes),
+            "strict": self.strict,
+            "groups": [list(g) for g in self.groups],
+            "report_untyped": self.report_untyped,
+        }
 
 
 def _axes(value: object) -> Tuple[str, ...]:
     if isinstance(value, (list, tuple)):
         return tuple(str(v).strip() for v in value if str(v).strip())
     return tuple(a.strip() for a in str(value).replace(",", " ").split() if a.strip())
+
+
+def _groups(value: object) -> Tuple[Tuple[str, str], ...]:
+    """`fullname: axis` entries (commas or newlines between them; `dp+tp` for a
+    flattened group), or a TOML table {fullname = "axis"}."""
+    if isinstance(value, dict):
+        entries = [(str(k), str(v)) for k, v in value.items()]
+    else:
+        entries = []
+        for item in str(value).replace("\n", ",").split(","):
+            name, sep, axis = item.partition(":")
+            if sep and name.strip() and axis.strip():
+                entries.append((name.strip(), axis.strip()))
+    return tuple((name, ",".join(a.strip() for a in axis.split("+"))) for name, axis in entries)
 
 
 def _truthy(value: object) -> bool:
@@ -50,4 +76,9 @@ def load(config_file: Optional[str]) -> Settings:
             section = dict(parser["spmd_mypy"]) if parser.has_section("spmd_mypy") else {}
     except Exception:
         return Settings()
-    return Settings(axes=_axes(section.get("axes", ())), strict=_truthy(section.get("strict", False)))
+    return Settings(
+        axes=_axes(section.get("axes", ())),
+        strict=_truthy(section.get("strict", False)),
+        groups=_groups(section.get("groups", "")),
+        report_untyped=_truthy(section.get("report_untyped", False)),
+    )

@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, Optional
 from . import _mypy, modules
 from .carrier import spmd_of
 from .errors import SPMD_ASSIGN, SPMD_RETURN
+from .groups import declared_group
 from .guard import guarded
 from .relation import report_arg
 
@@ -30,6 +31,9 @@ def _check(ctx: Any, declared: Any, what: str, code: _mypy.ErrorCode) -> _mypy.T
     if not ctx.args or not ctx.args[0] or declared is None:
         return ctx.default_return_type
     expr, got = ctx.args[0][0], ctx.arg_types[0][0]
+    group = declared_group(ctx.api, expr, got, declared)  # a ProcessGroup declared as an axis
+    if group is not None:
+        return group
     if not _mypy.has_tensor_deep(declared):
         return _mypy.recheck(ctx.api, expr, declared)
     display = _mypy.list_display_element(expr, declared)

@@ -19,6 +19,12 @@ SPMD_GLOBAL = error_code(
 )
 SPMD_INPLACE = error_code("spmd-inplace", "In-place op that would change a tensor's SPMD type")
 SPMD_INTERNAL = error_code("spmd-internal", "A check the plugin skipped after an internal error")
+SPMD_GROUP = error_code(
+    "spmd-group", "Collective whose axis argument (a ProcessGroup, a computed name) the checker cannot name: not checked"
+)
+SPMD_UNTYPED = error_code(
+    "spmd-untyped", "Typed tensor entering unannotated code (report_untyped = true)"
+)
 SPMD_SETUP = error_code("spmd-setup", "The mypy setup lacks what the checker needs (carrier stub, allow_redefinition)")
 
 ALL = (
@@ -32,5 +38,7 @@ ALL = (
     SPMD_INPLACE,
     SPMD_GLOBAL,
     SPMD_INTERNAL,
+    SPMD_GROUP,
+    SPMD_UNTYPED,
     SPMD_SETUP,
 )

@@ -1,4 +1,5 @@
-"""spmd.local_map(fn, in_types=..., out_types=...): a local region with declared types.
+"""spmd.local_map(fn, in_types=..., out_types=...): a local region with declared types;
+spmd.trusted(fn, in_types=..., out_types=...): a trusted boundary (nothing of fn checked).
 
 fn's declared parameters are checked against in_types (each parameter sees
 the local view of its in_types entry) and its declared results against
@@ -37,6 +38,17 @@ def _types_arg(ctx: Any, formal: str) -> Tuple[bool, List[Optional[Spmd]], bool]
 
 
 def _local_map(ctx: Any) -> _mypy.Type:
+    return _retyped(ctx, check=True)
+
+
+def _trusted(ctx: Any) -> _mypy.Type:
+    """spmd.trusted(fn, in_types=..., out_types=...): retyped, nothing of fn checked."""
+    return _retyped(ctx, check=False)
+
+
+def _retyped(ctx: Any, check: bool) -> _mypy.Type:
+    """fn's signature retyped by in_types/out_types; with `check`, fn's own
+    declared parameters and results are checked against them (local_map)."""
     default = ctx.default_return_type
     fn = one_arg(ctx, "fn")
     sig = _mypy.callable_of(fn[1]) if fn is not None else None
@@ -49,9 +61,16 @@ def _local_map(ctx: Any) -> _mypy.Type:
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
         return default
     arg_types = list(sig.arg_types)
+    if not check and has_in and _mypy.takes_var_args(sig) and sig.arg_types:
+        # Fn.apply(*args: Any) -> Any: one positional parameter per in_types
+        # entry (a tensor, or the var-arg's type for None), a tensor result
+        tensor, rest = _mypy.plain_tensor(ctx.api), sig.arg_types[0]
+        arg_types = [tensor if t is not None else rest for t in ins]
+        single = has_out and not out_tuple and bool(outs) and outs[0] is not None
+        sig = _mypy.positional_signature(sig, arg_types, tensor if single else sig.ret_type)
     for i, t in enumerate(ins):
         if t is not None and i < len(arg_types):
-            want = spmd_of(arg_types[i])
+            want = spmd_of(arg_types[i]) if check else None
             if want is not None:  # fn's parameter sees the local view of in_types
                 for a, g, w in mismatches(t, want):
                     _mypy.fail(
@@ -64,7 +83,8 @@ def _local_map(ctx: Any) -> _mypy.Type:
             arg_types[i] = _mypy.replace_tensors(arg_types[i], carrier(ctx.api, t))
     ret = sig.ret_type
     if has_out:
-        _check_local_map_outputs(ctx, fn[0] if fn else None, ret, outs, out_tuple)
+        if check:
+            _check_local_map_outputs(ctx, fn[0] if fn else None, ret, outs, out_tuple)
         items = _mypy.tuple_items(ret)
         if out_tuple and items is not None and len(items) == len(outs):
             ret = _mypy.with_tuple_items(
@@ -107,4 +127,7 @@ def _check_local_map_outputs(
             )
 
 
-HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {GLOBAL_OPS + "local_map": guarded(_local_map, default_return)}
+HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
+    GLOBAL_OPS + "local_map": guarded(_local_map, default_return),
+    "spmd_mypy.runtime.trusted.trusted": guarded(_trusted, default_return),
+}

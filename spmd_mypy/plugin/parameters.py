@@ -31,6 +31,7 @@ from typing import Any, Callable
 from . import _mypy
 from .carrier import spmd_of
 from .errors import SPMD_ASSIGN
+from .groups import written_group
 from .guard import default_attr, guarded
 from .relation import report_arg
 
@@ -39,6 +40,9 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
     def hook(ctx: Any) -> _mypy.Type:
         if not ctx.is_lvalue:
             return _read(ctx, name)
+        group = written_group(ctx)  # an attribute declared as the group of an axis
+        if group is not None:
+            return group
         relaxed = _mypy.attribute_write_type(ctx, name)
         if relaxed is None:
             return ctx.default_attr_type

@@ -23,6 +23,7 @@ from . import _mypy
 from .carrier import carrier, spmd_of
 from .callsite import unknown_in_spmd_file
 from .errors import SPMD_ARG
+from .groups import check_group_arguments, relaxed_group_parameters
 from .guard import default_return, default_signature, guarded
 
 
@@ -160,6 +161,7 @@ def _by_parameters(table: ByParameters, sig: _mypy.CallableType, compute: Callab
 
 
 _EXPECTED: ByParameters = {}  # -> what each parameter asks (see _expected)
+_GROUPS: ByParameters = {}  # -> the parameters with groups relaxed (None: no group of an axis)
 
 
 def _expected_of(sig: _mypy.CallableType) -> List[Optional[Spmd]]:
@@ -180,11 +182,13 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     checks them per axis, once mypy has typed the arguments)."""
     sig = ctx.default_signature
     expected = _expected_of(sig)
-    if not any(e is not None for e in expected):
+    # ProcessGroup parameters declared as an axis take any group (checked below)
+    group_params = _by_parameters(_GROUPS, sig, relaxed_group_parameters)
+    if group_params is None and not any(e is not None for e in expected):
         return sig
     relaxed = [
         _mypy.relax_tensors(ctx.api, formal) if want is not None else formal
-        for want, formal in zip(expected, sig.arg_types)
+        for want, formal in zip(expected, group_params or sig.arg_types)
     ]
     if len(_PENDING) >= _MAX_PENDING:
         _PENDING.clear()
@@ -205,6 +209,9 @@ def _check_arguments(ctx: Any, callee: str) -> _mypy.Type:
     if entry is None or entry[0] is not ctx.context:
         return ctx.default_return_type
     _, sig, expected = entry
+    check_group_arguments(ctx, sig, callee)
+    if not any(e is not None for e in expected):
+        return ctx.default_return_type
     held: List[Optional[Spmd]] = []
     for i, want in enumerate(expected):
         if want is None or i >= len(ctx.args):

@@ -19,8 +19,8 @@ from ..vocab.collectives import DEFAULT_SRC, REDUCE_OPS, CollectiveError, Step, 
 from ..vocab.localtype import AxisType, Shard, kind
 from ..vocab.spec import Spmd
 from .autograd import apply_steps
-from .kernels import reduce_values
-from .mesh import AxisArg, Comm, resolve_axis
+from .kernels import needs_comm, reduce_values
+from .mesh import AxisArg, Comm, DeferredComm, resolve_axis, resolve_axis_lazily
 from .redistribute_spec import redistribute_spec
 
 __all__ = [
@@ -40,6 +40,11 @@ PairSizes = Optional[Tuple[Optional[Sequence[int]], Optional[Sequence[int]]]]
 @functools.lru_cache(maxsize=1024)
 def _plan(op: str, src: AxisType, dst: AxisType, label: object, expert: bool) -> Tuple[Step, ...]:
     return plan(op, src, dst, axis=label, expert_mode=expert)  # type: ignore[arg-type]
+
+
+# Coercions: with an axis name and no mesh set, they run as far as their steps
+# need no communicator (mesh.DeferredComm).  Collectives always communicate.
+_LAZY_OPS = frozenset({"reinterpret", "convert"})
 
 
 def _where(op: str, axis: object, src: object, dst: object) -> str:
@@ -197,7 +202,10 @@ def _run(
     split_sizes: object = None,
 ) -> Tensor:
     try:
-        comm = resolve_axis(axis)
+        if op in _LAZY_OPS:  # no mesh is needed until a step needs the communicator
+            comm = resolve_axis_lazily(axis, _where(op, axis, src, dst))
+        else:
+            comm = resolve_axis(axis)
     except CollectiveError as e:
         raise CollectiveError(f"{_where(op, axis, src, dst)}: {str(e)}") from None
     src, dst = _norm(op, comm, src, dst, x)
@@ -207,6 +215,8 @@ def _run(
         steps = _plan(op, src, dst, comm.label, expert_mode)
     if not steps:
         return x
+    if isinstance(comm, DeferredComm) and any(needs_comm(s) for s in steps):
+        comm.resolved()  # the forward needs it: fail before the autograd Function
     sizes = _sizes_for(op, steps, comm, x, split_sizes)
     return apply_steps(x, steps, comm, sizes)  # type: ignore[arg-type]
 

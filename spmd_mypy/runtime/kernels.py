@@ -249,3 +249,9 @@ KERNELS: dict[tuple[str, str, str], Kernel] = {
 
 def run(step: Step, x: Tensor, comm: Comm, sizes: Sizes) -> Tensor:
     return KERNELS[(step.op, kind(step.src), kind(step.dst))](x, comm, step, sizes)
+
+
+def needs_comm(step: Step) -> bool:
+    """Whether the kernel of `step` uses its communicator (a collective, the
+    axis size or this rank's coordinate); the identity kernel does not."""
+    return KERNELS[(step.op, kind(step.src), kind(step.dst))] is not identity

@@ -19,7 +19,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from ..vocab.collectives import CollectiveError
 from ._local import simulated_group_coord
 
-__all__ = ["set_mesh", "current_mesh", "Comm", "resolve_axis", "AxisArg", "prepare_axes"]
+__all__ = ["set_mesh", "current_mesh", "Comm", "DeferredComm", "resolve_axis", "resolve_axis_lazily", "AxisArg", "prepare_axes"]
 
 AxisArg = Union[str, Tuple[str, ...], dist.ProcessGroup]
 
@@ -187,3 +187,56 @@ def _resolve(mesh: Optional[DeviceMesh], axis: AxisArg) -> Comm:
     raise CollectiveError(
         f"the axis argument is a mesh dim name, a tuple of names or a ProcessGroup; got {axis!r}"
     )
+
+
+class DeferredComm(Comm):
+    """The communicator of an axis name used with no mesh set, resolved on first
+    use: a reinterpret or convert whose steps neither communicate nor need the
+    rank (`reinterpret(x, "tp", src=V, dst=P)`, forward and backward) runs
+    without a mesh; a step that needs the group, its size or this rank's
+    coordinate resolves the name then (a mesh may be set by then) or raises
+    CollectiveError saying what to do."""
+
+    __slots__ = ("_name", "_done", "_where")
+
+    def __init__(self, axis: Union[str, Tuple[str, ...]], where: str = "") -> None:
+        self._name = axis
+        self._done: Optional[Comm] = None
+        self._where = where
+        self.label = axis
+
+    def resolved(self) -> Comm:
+        if self._done is None:
+            if current_mesh() is None:
+                raise CollectiveError(
+                    (f"{self._where}: " if self._where else "")
+                    + f"axis {self._name!r} is a mesh dim name, and this step needs its communicator "
+                    f"(its size, this rank's coordinate or a collective) but no mesh is set: wrap the "
+                    f"code in `with spmd.set_mesh(mesh):`, or pass the axis's ProcessGroup instead of "
+                    f"its name"
+                )
+            self._done = resolve_axis(self._name)
+        return self._done
+
+    @property
+    def group(self) -> dist.ProcessGroup:  # type: ignore[override]
+        return self.resolved().group
+
+    @property
+    def size(self) -> int:  # type: ignore[override]
+        return self.resolved().size
+
+    def coord(self) -> int:
+        return self.resolved().coord()
+
+    def __repr__(self) -> str:
+        return f"DeferredComm({self._name!r})"
+
+
+def resolve_axis_lazily(axis: AxisArg, where: str = "") -> Comm:
+    """resolve_axis, except that a name (or tuple of names) with no mesh set gives
+    a DeferredComm instead of an error (reinterpret and convert: see there);
+    `where` names the call in its error."""
+    if isinstance(axis, (str, tuple)) and current_mesh() is None:
+        return DeferredComm(axis, where)
+    return resolve_axis(axis)

@@ -4,16 +4,19 @@ Pure Python: nothing under this package imports torch or mypy, and both
 adapters read these modules instead of restating any rule.
 
   localtype    R, I, V, P, S(i), the gradient-type map, parsing of one axis type
+  axis         Axis: the mesh axis a ProcessGroup stands for
   spec         PartitionSpec, Spmd, the canonical string form and its parser
   collectives  src/dst signatures, forward->backward table, expert-only set
   opclasses    classes of torch ops and the per-axis rule of each class
 """
 
+from .axis import Axis
 from .collectives import CollectiveError, Step, backward, plan, signature_text
 from .localtype import AxisType, I, LocalType, P, R, S, Shard, V, grad_type, parse_axis_type
 from .spec import PartitionSpec, SpecError, Spmd, parse_spmd
 
 __all__ = [
+    "Axis",
     "AxisType",
     "CollectiveError",
     "I",

@@ -21,6 +21,8 @@ pyproject.toml.  The rest of the plugin imports from here only:
   overrides       overrides of a torch method that differ only by carriers
   partial_sites   where code declares a product a pending sum (a look-ahead)
   finals          the value of a module-level Final name
+  signatures      signatures built from declared types (spmd.trusted)
+  group_types     process groups that stand for mesh axes (AxisGroup[Literal[...]])
 """
 
 from __future__ import annotations
@@ -120,6 +122,18 @@ from .members import (
 from .overrides import ignore_carrier_overrides
 from .finals import final_name, module_file, module_value, resolve_in_module
 from .partial_sites import declared_partial, source_text, span
+from .group_types import (
+    GROUP_CARRIER,
+    PROCESS_GROUP,
+    group_in_analyzer,
+    group_in_checker,
+    group_text,
+    is_process_group,
+    literal_str,
+    plain_group_in_analyzer,
+    relax_group,
+)
+from .signatures import positional_signature, takes_var_args
 from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
 from .tensor_types import (
     attribute_write_type,
@@ -248,6 +262,19 @@ __all__ = [
     "declared_partial",
     "source_text",
     "span",
+    # group_types
+    "GROUP_CARRIER",
+    "PROCESS_GROUP",
+    "group_in_analyzer",
+    "group_in_checker",
+    "group_text",
+    "is_process_group",
+    "literal_str",
+    "plain_group_in_analyzer",
+    "relax_group",
+    # signatures
+    "positional_signature",
+    "takes_var_args",
     # rewrite passes and the stub's names
     "route_declared_values",
     "route_in_analyzer",

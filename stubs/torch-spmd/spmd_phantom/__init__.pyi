@@ -13,6 +13,7 @@ from typing import Any, Generic, Iterator, NamedTuple, TypeVar, overload
 
 from torch import Tensor
 from torch.nn import Module, ModuleList
+from torch.distributed import ProcessGroup
 
 _S_co = TypeVar("_S_co", covariant=True)
 _T = TypeVar("_T")
@@ -29,6 +30,11 @@ class ModuleListOf(ModuleList, Generic[_M_co]):
     def __getitem__(self, idx: slice) -> ModuleListOf[_M_co]: ...
     @overload
     def __getitem__(self, idx: int) -> _M_co: ...
+# A ProcessGroup that stands for a mesh axis: AxisGroup[Literal["tp"]] for
+# `Annotated[ProcessGroup, spmd.Axis("tp")]` (axes of a flattened group joined
+# by commas, "dp,tp").  The plugin reads the axis of a collective's group
+# argument from it (spmd_mypy/plugin/groups.py).
+class AxisGroup(ProcessGroup, Generic[_S_co]): ...
 
 # The plugin routes `return e` and `y: Annotated[...] = e` of files that use
 # spmd through these two (see spmd_mypy/plugin/declared.py): their hooks check

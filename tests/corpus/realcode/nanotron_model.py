@@ -23,6 +23,7 @@ from .nanotron_tp import (
     TensorParallelEmbedding,
     TensorParallelLinearMode,
     TensorParallelRowLinear,
+    TpGroup,
 )
 
 Stream = Union[Annotated[Tensor, Spmd(tp=I)], Annotated[Tensor, Spmd(tp=S(0))]]
@@ -116,7 +117,7 @@ class LlamaDecoderLayer(nn.Module):
 
 class LlamaModel(nn.Module):
     def __init__(
-        self, vocab_size: int, hidden_size: int, num_layers: int, num_heads: int, tp_pg: ProcessGroup,
+        self, vocab_size: int, hidden_size: int, num_layers: int, num_heads: int, tp_pg: TpGroup,
         tp_mode: TensorParallelLinearMode = TensorParallelLinearMode.ALL_REDUCE,
     ) -> None:
         super().__init__()
@@ -141,7 +142,7 @@ class LlamaModel(nn.Module):
 
 
 def sharded_cross_entropy(
-    sharded_logits: Local, target: Annotated[Tensor, Spmd(tp=I, nograd=True)], tp_pg: ProcessGroup
+    sharded_logits: Local, target: Annotated[Tensor, Spmd(tp=I, nograd=True)], tp_pg: TpGroup
 ) -> Annotated[Tensor, Spmd(tp=I)]:
     """Cross-entropy over vocabulary-sharded logits; returns the mean token loss."""
     logits_max = spmd.all_gather(sharded_logits.detach().amax(dim=-1, keepdim=True), tp_pg, src=S(-1), dst=I)

@@ -32,6 +32,7 @@ Invariant = Annotated[Tensor, Spmd(tp=I)]
 TokenChunk = Annotated[Tensor, Spmd(tp=S(0))]  # [tokens / tp, hidden]
 Sharded = Annotated[Tensor, Spmd(tp=S(-1))]  # [tokens, out / tp]
 Stream = Union[Invariant, TokenChunk]
+TpGroup = Annotated[ProcessGroup, spmd.Axis("tp")]  # the tp ProcessGroup `pg`
 
 
 class TensorParallelLinearMode(Enum):
@@ -121,21 +122,21 @@ def differentiable_reduce_scatter_sum(tensor: Annotated[Tensor, Spmd(tp=P)], gro
 @overload
 def column_linear(
     input: Invariant, weight: Annotated[Tensor, Spmd(tp=S(0))], bias: Optional[Annotated[Tensor, Spmd(tp=S(0))]],
-    group: ProcessGroup, tp_mode: Literal[TensorParallelLinearMode.ALL_REDUCE],
+    group: TpGroup, tp_mode: Literal[TensorParallelLinearMode.ALL_REDUCE],
 ) -> Sharded: ...
 @overload
 def column_linear(
     input: TokenChunk, weight: Annotated[Tensor, Spmd(tp=S(0))], bias: Optional[Annotated[Tensor, Spmd(tp=S(0))]],
-    group: ProcessGroup, tp_mode: Literal[TensorParallelLinearMode.REDUCE_SCATTER],
+    group: TpGroup, tp_mode: Literal[TensorParallelLinearMode.REDUCE_SCATTER],
 ) -> Sharded: ...
 @overload
 def column_linear(
     input: Stream, weight: Annotated[Tensor, Spmd(tp=S(0))], bias: Optional[Annotated[Tensor, Spmd(tp=S(0))]],
-    group: ProcessGroup, tp_mode: TensorParallelLinearMode,
+    group: TpGroup, tp_mode: TensorParallelLinearMode,
 ) -> Sharded: ...
 def column_linear(
     input: Stream, weight: Annotated[Tensor, Spmd(tp=S(0))], bias: Optional[Annotated[Tensor, Spmd(tp=S(0))]],
-    group: ProcessGroup, tp_mode: TensorParallelLinearMode,
+    group: TpGroup, tp_mode: TensorParallelLinearMode,
 ) -> Sharded:
     if tp_mode is TensorParallelLinearMode.ALL_REDUCE:
         full = spmd.convert(input, group, src=I, dst=R)
@@ -147,21 +148,21 @@ def column_linear(
 @overload
 def row_linear(
     input: Sharded, weight: Annotated[Tensor, Spmd(tp=S(1))], bias: Optional[Invariant],
-    group: ProcessGroup, tp_mode: Literal[TensorParallelLinearMode.ALL_REDUCE],
+    group: TpGroup, tp_mode: Literal[TensorParallelLinearMode.ALL_REDUCE],
 ) -> Invariant: ...
 @overload
 def row_linear(
     input: Sharded, weight: Annotated[Tensor, Spmd(tp=S(1))], bias: Optional[Invariant],
-    group: ProcessGroup, tp_mode: Literal[TensorParallelLinearMode.REDUCE_SCATTER],
+    group: TpGroup, tp_mode: Literal[TensorParallelLinearMode.REDUCE_SCATTER],
 ) -> TokenChunk: ...
 @overload
 def row_linear(
     input: Sharded, weight: Annotated[Tensor, Spmd(tp=S(1))], bias: Optional[Invariant],
-    group: ProcessGroup, tp_mode: TensorParallelLinearMode,
+    group: TpGroup, tp_mode: TensorParallelLinearMode,
 ) -> Stream: ...
 def row_linear(
     input: Sharded, weight: Annotated[Tensor, Spmd(tp=S(1))], bias: Optional[Invariant],
-    group: ProcessGroup, tp_mode: TensorParallelLinearMode,
+    group: TpGroup, tp_mode: TensorParallelLinearMode,
 ) -> Stream:
     out = spmd.linear(input, weight, out_partial_axes="tp")
     if tp_mode is TensorParallelLinearMode.ALL_REDUCE:
@@ -231,7 +232,7 @@ class TensorParallelEmbedding(nn.Embedding):
 
     weight: Annotated[Tensor, Spmd(tp=S(0))]
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, pg: ProcessGroup) -> None:
+    def __init__(self, num_embeddings: int, embedding_dim: int, pg: TpGroup) -> None:
         self.pg = pg
         self.rank = dist.get_rank(pg)
         self.world_size = pg.size()

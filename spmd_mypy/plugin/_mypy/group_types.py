@@ -1,0 +1,100 @@
+"""Types of process groups that stand for mesh axes.
+
+`Annotated[ProcessGroup, spmd.Axis("tp")]` becomes
+`spmd_phantom.AxisGroup[Literal["tp"]]` (stubs/torch-spmd), a subclass of
+ProcessGroup, so the axis travels with the value through attributes,
+returns and containers as a tensor's carrier does.  This module builds those
+types and reads them back; plugin/groups.py decides what they mean."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from mypy.nodes import TypeInfo
+from mypy.plugin import AnalyzeTypeContext
+from mypy.types import Instance, LiteralType, NoneType, Type, UnionType, get_proper_type
+
+from .tree import PHANTOM_MODULE
+
+GROUP_CARRIER = f"{PHANTOM_MODULE}.AxisGroup"
+PROCESS_GROUP = "torch._C._distributed_c10d.ProcessGroup"
+
+
+def group_in_analyzer(ctx: AnalyzeTypeContext, text: str) -> Type:
+    literal = LiteralType(text, fallback=ctx.api.named_type("builtins.str", []))
+    return ctx.api.named_type(GROUP_CARRIER, [literal])
+
+
+def plain_group_in_analyzer(ctx: AnalyzeTypeContext) -> Type:
+    """ProcessGroup itself (never through analyze_type, which would ask the hook again)."""
+    return ctx.api.named_type(PROCESS_GROUP, [])
+
+
+def group_in_checker(api: Any, text: str) -> Type:
+    literal = LiteralType(text, fallback=api.named_generic_type("builtins.str", []))
+    return api.named_generic_type(GROUP_CARRIER, [literal])
+
+
+def _alternatives(typ: Optional[Type]) -> List[Type]:
+    """The alternatives of a type other than None (Optional[X] -> [X])."""
+    if typ is None:
+        return []
+    p = get_proper_type(typ)
+    items = p.items if isinstance(p, UnionType) else [p]
+    return [t for t in items if not isinstance(get_proper_type(t), NoneType)]
+
+
+def _is_group_instance(p: Type) -> bool:
+    p = get_proper_type(p)
+    return isinstance(p, Instance) and isinstance(p.type, TypeInfo) and p.type.has_base(PROCESS_GROUP)
+
+
+def is_process_group(typ: Optional[Type]) -> bool:
+    """A ProcessGroup (declared as an axis or not), possibly Optional."""
+    alts = _alternatives(typ)
+    return bool(alts) and all(_is_group_instance(t) for t in alts)
+
+
+def group_text(typ: Optional[Type]) -> Optional[str]:
+    """The axes text an AxisGroup type holds ("tp", "dp,tp"), the same for every
+    alternative but None; else None (a plain ProcessGroup, Any, other types)."""
+    found: Optional[str] = None
+    alts = _alternatives(typ)
+    for t in alts:
+        p = get_proper_type(t)
+        if not (isinstance(p, Instance) and p.type.fullname == GROUP_CARRIER and p.args):
+            return None
+        arg = get_proper_type(p.args[0])
+        if not (isinstance(arg, LiteralType) and isinstance(arg.value, str)):
+            return None
+        if found is not None and found != arg.value:
+            return None
+        found = arg.value
+    return found
+
+
+def relax_group(typ: Type) -> Type:
+    """typ with ProcessGroup in place of each AxisGroup (Optional kept): what a
+    write to an attribute declared as the group of an axis accepts."""
+    p = get_proper_type(typ)
+    if isinstance(p, UnionType):
+        return UnionType.make_union([relax_group(t) for t in p.items], p.line, p.column)
+    if isinstance(p, Instance) and p.type.fullname == GROUP_CARRIER:
+        for base in p.type.mro:
+            if base.fullname == PROCESS_GROUP:
+                return Instance(base, [])
+    return typ
+
+
+def literal_str(typ: Optional[Type]) -> Optional[str]:
+    """The value of a `Literal["tp"]` type (a parameter or Final of that type)."""
+    if typ is None:
+        return None
+    p = get_proper_type(typ)
+    if isinstance(p, Instance) and p.last_known_value is not None:
+        p = p.last_known_value
+    if isinstance(p, LiteralType) and isinstance(p.value, str):
+        return p.value
+    return None
+
+
