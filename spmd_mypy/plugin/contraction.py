@@ -26,6 +26,9 @@ from .callsite import one_arg
 from .sourcefile import read_source
 
 REINTERPRET = "spmd_mypy.runtime.api.reinterpret"
+# spmd_types' reinterpret (read with our rules, plugin/spmd_types.py) says the same
+REINTERPRETS = (REINTERPRET, "spmd_types.reinterpret")
+_SPMD_TYPES_V_P = {"spmd_types.V": V, "spmd_types.P": P}
 ANY_AXIS = "*"  # reinterpret over an axis not written as a string: every axis
 
 
@@ -41,10 +44,15 @@ class Site(NamedTuple):
     exempt: FrozenSet[str]
 
 
+def _local_type(expr: Any) -> object:
+    name = _mypy.fullname_of(expr) or ""
+    return LOCAL_TYPES.get(name) or _SPMD_TYPES_V_P.get(name)
+
+
 def _reads(call: Any) -> Optional[Tuple[Any, FrozenSet[str]]]:
     """`spmd.reinterpret(value, axis, src=V, dst=P)`: (value, its axes)."""
     parts = _mypy.call_parts(call)
-    if parts is None or parts[0] != REINTERPRET:
+    if parts is None or parts[0] not in REINTERPRETS:
         return None
     _, pos, kws = parts
     named = dict(kws)
@@ -53,7 +61,7 @@ def _reads(call: Any) -> Optional[Tuple[Any, FrozenSet[str]]]:
     src, dst = named.get("src"), named.get("dst")
     if value is None or axis is None or src is None or dst is None:
         return None
-    if LOCAL_TYPES.get(_mypy.fullname_of(src) or "") is not V or LOCAL_TYPES.get(_mypy.fullname_of(dst) or "") is not P:
+    if _local_type(src) is not V or _local_type(dst) is not P:
         return None
     one = _mypy.str_value(axis)
     axes = (one,) if one is not None else _mypy.str_tuple(axis)
@@ -111,11 +119,11 @@ def _fix(ctx: Any, name: str, axis: str) -> str:
     reduce = f"then reduce it over {axis!r} (spmd.all_reduce or spmd.reduce_scatter, src=P)"
     if bias:  # the bias would be counted once per rank in the pending sum: add it after
         added = bias[0].partition("=")[2] if "=" in bias[0] else bias[0]
-        if one is None or args is None:
+        if one is None or args is None or len(args) < 2:
             return f"compute the product with out_partial_axes={axis!r}, {reduce}, and add {added} after"
         return f"spmd.{one}({', '.join(args[:2])}, out_partial_axes={axis!r}), {reduce}, and add {added} after"
     reinterpret = f"spmd.reinterpret({whole}, {axis!r}, src=V, dst=P)"
-    if one is not None and args is not None:
+    if one is not None and args is not None and len(args) >= 2:  # both operands written at the call
         return f"spmd.{one}({', '.join(args)}, out_partial_axes={axis!r}), {reduce}; or {reinterpret}"
     return f"{reinterpret}, {reduce}"
 

@@ -57,8 +57,11 @@ def _cases() -> List[Tuple[str, str]]:
 
 
 def _call_part(hint: str) -> str:
-    """A hint that is a call followed by words ("... to sum the ranks' losses"):
-    the call."""
+    """A hint that is a call followed by words ("... to sum the ranks' losses",
+    "..., then reduce it"): the call; of two forms ("A, then ...; or B"), the
+    one that wraps the expression as written (B)."""
+    if "; or spmd." in hint:
+        hint = hint.rpartition("; or ")[2]
     if not hint.startswith("spmd."):
         return hint
     depth = 0
@@ -67,7 +70,7 @@ def _call_part(hint: str) -> str:
         depth -= ch == ")"
         if ch == ")" and depth == 0:
             rest = hint[k + 1 :]
-            return hint[: k + 1] if rest.startswith(" to ") else hint
+            return hint[: k + 1] if rest.startswith((" to ", ", then ")) else hint
     return hint
 
 
