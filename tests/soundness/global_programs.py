@@ -1,7 +1,9 @@
 """Small random GLOBAL SPMD programs on a dp x tp (2 x 2) mesh.
 
 A program is a function decorated `@spmd.global_spmd`: inputs annotated in
-spec form (`Annotated[Tensor, Spmd(spec=PartitionSpec(...), tp=P)]`), 1-4
+spec form (`Annotated[Tensor, Spmd(spec=PartitionSpec(...), tp=P)]`; with
+per_axis=True often in per-axis form `Spmd(dp=S(0), tp=R)`, sometimes with a
+bare V, which the checker must type by its S(i) dims or reject), 1-4
 straight-line statements (pointwise ops, matmul, sums, softmax, transposes,
 the typed per-axis collectives, the spec-level redistribute, right or wrong)
 and a spec-form return annotation.  `global_programs()` is the hypothesis
@@ -40,7 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 import spmd_mypy as spmd
-from spmd_mypy import P, PartitionSpec, R, S, Spmd
+from spmd_mypy import P, PartitionSpec, R, S, Spmd, V
 '''
 
 
@@ -98,12 +100,24 @@ class GType:
     def annotation(self) -> str:
         return f"Annotated[Tensor, {self.render()}]"
 
+    def per_axis(self, bare_v: bool = False) -> str:
+        """The per-axis form `Spmd(dp=S(0), tp=R)` (one axis per dim at most); bare_v writes V for S(i)."""
+        kinds = [self.kind(a) for a in AXES]
+        parts = [f"{a}={'V' if bare_v and k.startswith('S(') else k}" for a, k in zip(AXES, kinds)]
+        return f"Annotated[Tensor, Spmd({', '.join(parts)})]"
+
 
 @dataclass(frozen=True)
 class GInput:
     name: str
     gtype: GType
     shape: Shape  # global (full) shape
+    form: str = "spec"  # how the annotation is written: "spec", "axes" (per-axis form) or "V" (S(i) as bare V)
+
+    def annotation(self) -> str:
+        if self.form == "spec":
+            return self.gtype.annotation()
+        return self.gtype.per_axis(bare_v=self.form == "V")
 
     @property
     def local(self) -> Shape:
@@ -122,7 +136,7 @@ class GProgram:
     why: Tuple[str, ...] = field(default=())
 
     def source(self, fn: str = "program") -> str:
-        params = "".join(f"    {x.name}: {x.gtype.annotation()},\n" for x in self.inputs)
+        params = "".join(f"    {x.name}: {x.annotation()},\n" for x in self.inputs)
         body = "".join(f"    {line}\n" for line in self.lines)
         return (
             f"{HEADER}\n\n@spmd.global_spmd\ndef {fn}(\n{params}) -> {self.out_type.annotation()}:\n"
@@ -440,7 +454,8 @@ FULL_DIMS = (4, 8)
 
 
 @st.composite
-def global_inputs(draw: st.DrawFn) -> Tuple[GInput, ...]:
+def global_inputs(draw: st.DrawFn, per_axis: bool = False) -> Tuple[GInput, ...]:
+    """per_axis: inputs sharded one axis per dim are often written in per-axis form, sometimes as bare V."""
     k = draw(st.integers(1, 3))
     out: List[GInput] = []
     for n in range(k):
@@ -457,7 +472,10 @@ def global_inputs(draw: st.DrawFn) -> Tuple[GInput, ...]:
                 first = prev.gtype.spec[-1]
                 rest = tuple(a for a in g.spec[1] if a not in first)
                 g = GType((first, rest), g.partial - set(first))
-        out.append(GInput(f"x{n}", g, shape))
+        form = "spec"
+        if per_axis and all(len(axes) <= 1 for axes in g.spec):
+            form = draw(st.sampled_from(["axes", "axes", "V"] if _all_axes(g.spec) else ["axes"]))
+        out.append(GInput(f"x{n}", g, shape, form))
     return tuple(out)
 
 
@@ -482,11 +500,11 @@ def _pick(draw: st.DrawFn, cands: List[Cand], p_bad: int) -> Cand:
 
 
 @st.composite
-def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10) -> GProgram:
-    ins = draw(global_inputs())
+def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10, per_axis: bool = False) -> GProgram:
+    ins = draw(global_inputs(per_axis))
     values = [Value(x.name, x.local, x.gtype) for x in ins]
     lines: List[str] = []
-    why: List[str] = []
+    why: List[str] = [f"{x.name}: a bare V on a global axis" for x in ins if x.form == "V"]
     steps = draw(st.integers(1, max_statements))
     for k in range(steps):
         x = values[-1 - draw(st.integers(0, min(2, len(values) - 1)))]
