@@ -134,12 +134,14 @@ class GProgram:
     out_type: GType
     expect_ok: bool
     why: Tuple[str, ...] = field(default=())
+    out_form: str = "spec"  # the return annotation: "spec" or "axes" (per-axis form)
 
     def source(self, fn: str = "program") -> str:
         params = "".join(f"    {x.name}: {x.annotation()},\n" for x in self.inputs)
+        ret = self.out_type.per_axis() if self.out_form == "axes" else self.out_type.annotation()
         body = "".join(f"    {line}\n" for line in self.lines)
         return (
-            f"{HEADER}\n\n@spmd.global_spmd\ndef {fn}(\n{params}) -> {self.out_type.annotation()}:\n"
+            f"{HEADER}\n\n@spmd.global_spmd\ndef {fn}(\n{params}) -> {ret}:\n"
             f"{body}    return {self.result}\n"
         )
 
@@ -540,4 +542,7 @@ def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10, p
             why.append("the return annotation differs from the value's type")
     if not out.valid():
         out = GType(out.spec, frozenset())
-    return GProgram(ins, tuple(lines), last.name, out, expect_ok=not why, why=tuple(why))
+    out_form = "spec"
+    if per_axis and all(len(axes) <= 1 for axes in out.spec) and draw(st.booleans()):
+        out_form = "axes"
+    return GProgram(ins, tuple(lines), last.name, out, expect_ok=not why, why=tuple(why), out_form=out_form)

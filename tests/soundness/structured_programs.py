@@ -147,25 +147,35 @@ def _combo_types(cls: str, alts: Sequence[Sequence[Types]]) -> Tuple[Optional[Ty
     return dict(next(iter(results))), []
 
 
+def _respell(types: Types) -> Dict[str, str]:
+    """The same local types written the other way (V <-> S(0)): a distinct member of a Union."""
+    other = {"V": "S(0)", "S(0)": "V", "S(1)": "V"}
+    return {a: other.get(t, t) for a, t in types.items()}  # type: ignore[misc]
+
+
 @st.composite
 def union_programs(draw: st.DrawFn) -> FlagProgram:
-    base = {a: draw(st.sampled_from(["R", "R", "I", "V", "P", "S(0)"])) for a in AXES}
+    """x0 and x1 are the same local types written two ways (so every u_j is a Union of two
+    members, 2**k combinations); x2 is another type on one axis, in some u_j's branch."""
+    base = {a: draw(st.sampled_from(["V", "S(0)", "V", "R", "I", "P"])) for a in AXES}
     odd = dict(base)
     a = draw(st.sampled_from(AXES))
-    odd[a] = draw(st.sampled_from([t for t in _TYPES if _local(t) != _local(base[a])]))
+    # P first and thrice: a Partial alternative among Varying ones is the hole once found
+    odd[a] = draw(st.sampled_from([t for t in ["P", "P"] + _TYPES if _local(t) != _local(base[a])]))
     shape = (2, 4)
-    ins = (Input("x0", base, shape), Input("x1", base, shape), Input("x2", odd, shape))
+    ins = (Input("x0", base, shape), Input("x1", _respell(base), shape), Input("x2", odd, shape))  # type: ignore[arg-type]
     nflags, k = draw(st.integers(1, 2)), draw(st.integers(5, 6))
-    wrong = draw(st.sampled_from([0, 1, k - 1, k // 2, None])) if draw(st.integers(0, 3)) else None
+    # the odd value in u0 or u1, as the second alternative: outside the first 16 combinations
+    wrong = draw(st.sampled_from([0, 1, 0, k - 1, k // 2, None])) if draw(st.integers(0, 3)) else None
     stmts: List[Stmt] = []
     alts: List[List[Types]] = []
     for j in range(k):
-        pair = list(draw(st.sampled_from([("x0", "x1"), ("x1", "x0"), ("x1", "x1")])))
+        pair = list(draw(st.sampled_from([("x0", "x1"), ("x1", "x0"), ("x0", "x0")])))
         if j == wrong:
-            pair[draw(st.integers(0, 1))] = "x2"
+            pair[1 - draw(st.integers(0, 1))] = "x2"
         f = draw(st.integers(0, nflags - 1))
         stmts.append(Stmt(f"u{j}", expr=f"({pair[0]} if flag{f} else {pair[1]})"))
-        alts.append([dict(base if n != "x2" else odd) for n in pair])
+        alts.append([dict(next(x.types for x in ins if x.name == n)) for n in pair])
     template, cls, shape_fn = draw(st.sampled_from(_COMBINE))
     names = [f"u{j}" for j in range(k)]
     expr = " + ".join(names) if template == "{}" else template.format(", ".join(names))

@@ -150,9 +150,10 @@ CASES: Tuple[Regression, ...] = (
         "per_axis_form_matmul_over_a_tp_sharded_dim",
         replace(
             _prog([("x0", _g((("dp",), ("tp",))), (4, 8)), ("x1", _g((("tp",), ())), (8, 4))],
-                  ["v0 = x0 @ x1"], _g((("dp",), ()))),
+                  ["v0 = x0 @ x1"], _g((("dp",), ("tp",)))),
             inputs=(GInput("x0", _g((("dp",), ("tp",))), (4, 8), "axes"),
                     GInput("x1", _g((("tp",), ())), (8, 4), "axes")),
+            out_form="axes",
         ),
         "sound",
         "issue 15 (fixed): operands in per-axis form (Spmd(dp=S(0), tp=S(1))) fell back to local "

@@ -114,11 +114,13 @@ _SHAPE = (2, 4)
 
 
 def _cat_of_five_first_partial() -> FlagProgram:
-    """torch.cat of five values where only the first may be P, then F.gelu."""
-    ins = (Input("x0", _R, _SHAPE), Input("x1", _R, _SHAPE), Input("x2", _P, _SHAPE))
-    us = [Stmt("u0", expr="(x2 if flag0 else x0)")] + [Stmt(f"u{j}", expr="(x0 if flag0 else x1)") for j in range(1, 5)]
+    """torch.cat of five Union values (V or S(0): 32 combinations) where only the first may be P,
+    as its second alternative, then F.gelu."""
+    s0 = {"dp": "R", "tp": "S(0)"}
+    ins = (Input("x0", _V, _SHAPE), Input("x1", s0, _SHAPE), Input("x2", _P, _SHAPE))
+    us = [Stmt("u0", expr="(x0 if flag0 else x2)")] + [Stmt(f"u{j}", expr="(x0 if flag0 else x1)") for j in range(1, 5)]
     lines = us + [Stmt("v0", expr="torch.cat([u0, u1, u2, u3, u4], dim=0)"), Stmt("v1", expr="F.gelu(v0)")]
-    return FlagProgram(ins, tuple(lines), "v1", _R, expect_ok=False)
+    return FlagProgram(ins, tuple(lines), "v1", _V, expect_ok=False)
 
 
 def _attribute_write_of_another_type() -> ClassProgram:
