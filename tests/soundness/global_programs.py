@@ -154,6 +154,7 @@ class Value:
     name: str
     local: Shape
     gtype: Optional[GType]  # None: the generator's rules found an error upstream
+    belief: Optional[GType] = None  # what a careless author takes a rejected value to be
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,7 @@ class Cand:
     local: Shape
     gtype: Optional[GType]
     why: str = ""  # non-empty: the generator's rules reject it
+    belief: Optional[GType] = None  # a plain contraction over a sharded dim: the result without its P
 
 
 def _bad(expr: str, local: Shape, why: str) -> Cand:
@@ -282,10 +284,11 @@ def binary(x: Value, y: Value) -> List[Cand]:
                 out.append(_bad(e, ls, "unknown operand"))
                 continue
             why = _matmul_why(gx, gy, axes)
-            if why:
-                out.append(_bad(e, ls, why))
-                continue
             spec = gx.spec[:-1] + (gy.spec[1],)
+            if why:
+                naive = GType(spec, gx.partial | gy.partial) if not axes and gx.spec[-1] else None
+                out.append(Cand(e, ls, None, why, naive))
+                continue
             out.append(Cand(e, ls, GType(spec, gx.partial | gy.partial | frozenset(axes))))
     if len(x.local) in (2, 3) and len(y.local) == 2 and x.local[-1] == y.local[1]:
         # F.linear(x, y) contracts x's last dim with y's dim 1
@@ -504,6 +507,8 @@ def _pick(draw: st.DrawFn, cands: List[Cand], p_bad: int) -> Cand:
 @st.composite
 def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10, per_axis: bool = False) -> GProgram:
     ins = draw(global_inputs(per_axis))
+    if per_axis:  # more wrong statements: a plain contraction over a sharded dim is the hole once found
+        p_bad = min(p_bad, 3)
     values = [Value(x.name, x.local, x.gtype) for x in ins]
     lines: List[str] = []
     why: List[str] = [f"{x.name}: a bare V on a global axis" for x in ins if x.form == "V"]
@@ -526,15 +531,21 @@ def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10, p
             cands = [c] if c is not None else []
         if not cands or (all(c.why for c in cands) and draw(st.integers(0, 3)) > 0):
             cands = unary(x)  # mostly a statement the rules accept
-        c = _pick(draw, cands, p_bad)
+        careless = [c for c in cands if c.belief is not None] if per_axis else []
+        c = careless[draw(st.integers(0, len(careless) - 1))] if careless and draw(st.booleans()) else None
+        c = c or _pick(draw, cands, p_bad)
         name = f"v{k}"
         lines.append(f"{name} = {c.expr}")
         if c.why:
             why.append(f"{name}: {c.why}")
-        values.append(Value(name, c.local, c.gtype))
+        values.append(Value(name, c.local, c.gtype, c.belief))
+        if c.belief is not None:
+            break  # returned as the author believes it is
     last = values[-1]
     out = last.gtype
-    if out is None:
+    if out is None and per_axis and last.belief is not None and last.belief.valid():
+        out = last.belief  # the author's belief: returned as if the contraction were right
+    elif out is None:
         out = draw(gtypes(len(last.local)))
     elif draw(st.integers(0, 7)) == 0:
         out = draw(near_miss(out))

@@ -222,7 +222,8 @@ def test_accepted_per_axis_form_programs_agree_and_bare_v_is_rejected(
     bare_v = [k for k, p in run.per_axis.items() if any(x.form == "V" for x in p.inputs)]
     accepted_v = [k for k in bare_v if not run.report.errors.get(k)]
     assert not accepted_v, "\n\n".join(run.per_axis[k].source() for k in accepted_v[:3])
-    assert t.rejected_outcomes["unsound"] >= 1 and t.accepted >= N_PER_AXIS // 5, t.line()
+    # few are accepted: an op on a per-axis-form operand with a layout is an error in global code
+    assert t.rejected_outcomes["unsound"] >= 1 and t.accepted >= 2, t.line()
 
 
 def test_the_generator_reaches_both_verdicts(run: Run) -> None:
