@@ -1,7 +1,9 @@
 """Small random GLOBAL SPMD programs on a dp x tp (2 x 2) mesh.
 
 A program is a function decorated `@spmd.global_spmd`: inputs annotated in
-spec form (`Annotated[Tensor, Spmd(spec=PartitionSpec(...), tp=P)]`), 1-4
+spec form (`Annotated[Tensor, Spmd(spec=PartitionSpec(...), tp=P)]`; with
+per_axis=True often in per-axis form `Spmd(dp=S(0), tp=R)`, sometimes with a
+bare V, which the checker must type by its S(i) dims or reject), 1-4
 straight-line statements (pointwise ops, matmul, sums, softmax, transposes,
 the typed per-axis collectives, the spec-level redistribute, right or wrong)
 and a spec-form return annotation.  `global_programs()` is the hypothesis
@@ -40,7 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 import spmd_mypy as spmd
-from spmd_mypy import P, PartitionSpec, R, S, Spmd
+from spmd_mypy import P, PartitionSpec, R, S, Spmd, V
 '''
 
 
@@ -98,12 +100,24 @@ class GType:
     def annotation(self) -> str:
         return f"Annotated[Tensor, {self.render()}]"
 
+    def per_axis(self, bare_v: bool = False) -> str:
+        """The per-axis form `Spmd(dp=S(0), tp=R)` (one axis per dim at most); bare_v writes V for S(i)."""
+        kinds = [self.kind(a) for a in AXES]
+        parts = [f"{a}={'V' if bare_v and k.startswith('S(') else k}" for a, k in zip(AXES, kinds)]
+        return f"Annotated[Tensor, Spmd({', '.join(parts)})]"
+
 
 @dataclass(frozen=True)
 class GInput:
     name: str
     gtype: GType
     shape: Shape  # global (full) shape
+    form: str = "spec"  # how the annotation is written: "spec", "axes" (per-axis form) or "V" (S(i) as bare V)
+
+    def annotation(self) -> str:
+        if self.form == "spec":
+            return self.gtype.annotation()
+        return self.gtype.per_axis(bare_v=self.form == "V")
 
     @property
     def local(self) -> Shape:
@@ -120,12 +134,14 @@ class GProgram:
     out_type: GType
     expect_ok: bool
     why: Tuple[str, ...] = field(default=())
+    out_form: str = "spec"  # the return annotation: "spec" or "axes" (per-axis form)
 
     def source(self, fn: str = "program") -> str:
-        params = "".join(f"    {x.name}: {x.gtype.annotation()},\n" for x in self.inputs)
+        params = "".join(f"    {x.name}: {x.annotation()},\n" for x in self.inputs)
+        ret = self.out_type.per_axis() if self.out_form == "axes" else self.out_type.annotation()
         body = "".join(f"    {line}\n" for line in self.lines)
         return (
-            f"{HEADER}\n\n@spmd.global_spmd\ndef {fn}(\n{params}) -> {self.out_type.annotation()}:\n"
+            f"{HEADER}\n\n@spmd.global_spmd\ndef {fn}(\n{params}) -> {ret}:\n"
             f"{body}    return {self.result}\n"
         )
 
@@ -138,6 +154,7 @@ class Value:
     name: str
     local: Shape
     gtype: Optional[GType]  # None: the generator's rules found an error upstream
+    belief: Optional[GType] = None  # what a careless author takes a rejected value to be
 
 
 @dataclass(frozen=True)
@@ -146,6 +163,7 @@ class Cand:
     local: Shape
     gtype: Optional[GType]
     why: str = ""  # non-empty: the generator's rules reject it
+    belief: Optional[GType] = None  # a plain contraction over a sharded dim: the result without its P
 
 
 def _bad(expr: str, local: Shape, why: str) -> Cand:
@@ -266,10 +284,11 @@ def binary(x: Value, y: Value) -> List[Cand]:
                 out.append(_bad(e, ls, "unknown operand"))
                 continue
             why = _matmul_why(gx, gy, axes)
-            if why:
-                out.append(_bad(e, ls, why))
-                continue
             spec = gx.spec[:-1] + (gy.spec[1],)
+            if why:
+                naive = GType(spec, gx.partial | gy.partial) if not axes and gx.spec[-1] else None
+                out.append(Cand(e, ls, None, why, naive))
+                continue
             out.append(Cand(e, ls, GType(spec, gx.partial | gy.partial | frozenset(axes))))
     if len(x.local) in (2, 3) and len(y.local) == 2 and x.local[-1] == y.local[1]:
         # F.linear(x, y) contracts x's last dim with y's dim 1
@@ -440,7 +459,8 @@ FULL_DIMS = (4, 8)
 
 
 @st.composite
-def global_inputs(draw: st.DrawFn) -> Tuple[GInput, ...]:
+def global_inputs(draw: st.DrawFn, per_axis: bool = False) -> Tuple[GInput, ...]:
+    """per_axis: inputs sharded one axis per dim are often written in per-axis form, sometimes as bare V."""
     k = draw(st.integers(1, 3))
     out: List[GInput] = []
     for n in range(k):
@@ -457,7 +477,10 @@ def global_inputs(draw: st.DrawFn) -> Tuple[GInput, ...]:
                 first = prev.gtype.spec[-1]
                 rest = tuple(a for a in g.spec[1] if a not in first)
                 g = GType((first, rest), g.partial - set(first))
-        out.append(GInput(f"x{n}", g, shape))
+        form = "spec"
+        if per_axis and all(len(axes) <= 1 for axes in g.spec):
+            form = draw(st.sampled_from(["axes", "axes", "V"] if _all_axes(g.spec) else ["axes"]))
+        out.append(GInput(f"x{n}", g, shape, form))
     return tuple(out)
 
 
@@ -482,11 +505,13 @@ def _pick(draw: st.DrawFn, cands: List[Cand], p_bad: int) -> Cand:
 
 
 @st.composite
-def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10) -> GProgram:
-    ins = draw(global_inputs())
+def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10, per_axis: bool = False) -> GProgram:
+    ins = draw(global_inputs(per_axis))
+    if per_axis:  # more wrong statements: a plain contraction over a sharded dim is the hole once found
+        p_bad = min(p_bad, 3)
     values = [Value(x.name, x.local, x.gtype) for x in ins]
     lines: List[str] = []
-    why: List[str] = []
+    why: List[str] = [f"{x.name}: a bare V on a global axis" for x in ins if x.form == "V"]
     steps = draw(st.integers(1, max_statements))
     for k in range(steps):
         x = values[-1 - draw(st.integers(0, min(2, len(values) - 1)))]
@@ -506,15 +531,21 @@ def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10) -
             cands = [c] if c is not None else []
         if not cands or (all(c.why for c in cands) and draw(st.integers(0, 3)) > 0):
             cands = unary(x)  # mostly a statement the rules accept
-        c = _pick(draw, cands, p_bad)
+        careless = [c for c in cands if c.belief is not None] if per_axis else []
+        c = careless[draw(st.integers(0, len(careless) - 1))] if careless and draw(st.booleans()) else None
+        c = c or _pick(draw, cands, p_bad)
         name = f"v{k}"
         lines.append(f"{name} = {c.expr}")
         if c.why:
             why.append(f"{name}: {c.why}")
-        values.append(Value(name, c.local, c.gtype))
+        values.append(Value(name, c.local, c.gtype, c.belief))
+        if c.belief is not None:
+            break  # returned as the author believes it is
     last = values[-1]
     out = last.gtype
-    if out is None:
+    if out is None and per_axis and last.belief is not None and last.belief.valid():
+        out = last.belief  # the author's belief: returned as if the contraction were right
+    elif out is None:
         out = draw(gtypes(len(last.local)))
     elif draw(st.integers(0, 7)) == 0:
         out = draw(near_miss(out))
@@ -522,4 +553,7 @@ def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10) -
             why.append("the return annotation differs from the value's type")
     if not out.valid():
         out = GType(out.spec, frozenset())
-    return GProgram(ins, tuple(lines), last.name, out, expect_ok=not why, why=tuple(why))
+    out_form = "spec"
+    if per_axis and all(len(axes) <= 1 for axes in out.spec) and draw(st.booleans()):
+        out_form = "axes"
+    return GProgram(ins, tuple(lines), last.name, out, expect_ok=not why, why=tuple(why), out_form=out_form)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, List, NamedTuple, Tuple
 
@@ -31,9 +31,10 @@ from .global_programs import GInput, GProgram, GType, global_programs
 from .mypy_batch import MypyReport, check_batch
 
 N = int(os.environ.get("SPMD_SOUNDNESS_GLOBAL_N", "40"))
+N_PER_AXIS = int(os.environ.get("SPMD_SOUNDNESS_GLOBAL_PER_AXIS_N", "24"))  # inputs in per-axis form
 
 
-def generate(n: int) -> List[GProgram]:
+def generate(n: int, per_axis: bool = False) -> List[GProgram]:
     """n distinct programs, deterministic (hypothesis, derandomized, no shrinking)."""
     drawn: List[GProgram] = []
 
@@ -45,7 +46,7 @@ def generate(n: int) -> List[GProgram]:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(global_programs())
+    @given(global_programs(per_axis=per_axis))
     def collect(p: GProgram) -> None:
         drawn.append(p)
 
@@ -145,6 +146,19 @@ CASES: Tuple[Regression, ...] = (
         "E1 (fixed): the spec-level redistribute S(i) -> P on an axis is rejected per axis, like "
         "the per-axis redistribute (an expert-only convert); the runtime planner refuses it too",
     ),
+    Regression(
+        "per_axis_form_matmul_over_a_tp_sharded_dim",
+        replace(
+            _prog([("x0", _g((("dp",), ("tp",))), (4, 8)), ("x1", _g((("tp",), ())), (8, 4))],
+                  ["v0 = x0 @ x1"], _g((("dp",), ("tp",)))),
+            inputs=(GInput("x0", _g((("dp",), ("tp",))), (4, 8), "axes"),
+                    GInput("x1", _g((("tp",), ())), (8, 4), "axes")),
+            out_form="axes",
+        ),
+        "sound",
+        "issue 15 (fixed): operands in per-axis form (Spmd(dp=S(0), tp=S(1))) fell back to local "
+        "rules, so x @ w contracting a dim sharded on tp was accepted without out_partial_axes",
+    ),
 )
 
 # Open findings the generator reaches: an accepted program that does not agree and matches
@@ -162,16 +176,19 @@ class Run:
     generated: Dict[str, GProgram]
     report: MypyReport
     tally: Tally
+    per_axis: Dict[str, GProgram]
+    per_axis_tally: Tally
 
 
 @pytest.fixture(scope="module")
 def run(mesh2d: Any, soundness_mypy_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
     generated = {f"gprog_{i:05d}": p for i, p in enumerate(generate(N))}
+    per_axis = {f"gaxes_{i:05d}": p for i, p in enumerate(generate(N_PER_AXIS, per_axis=True))}
     regressions = {f"gregression_{c.id}": c.program for c in CASES}
     workdir = tmp_path_factory.mktemp("soundness_global")
-    sources = {k: p.source() for k, p in {**generated, **regressions}.items()}
+    sources = {k: p.source() for k, p in {**generated, **per_axis, **regressions}.items()}
     report = check_batch(sources, workdir, soundness_mypy_cache)
-    return Run(generated, report, tally(generated, report, mesh2d))
+    return Run(generated, report, tally(generated, report, mesh2d), per_axis, tally(per_axis, report, mesh2d))
 
 
 def test_accepted_global_programs_agree_with_the_single_device_meaning(
@@ -186,6 +203,27 @@ def test_accepted_global_programs_agree_with_the_single_device_meaning(
         f"{t.accepted_runtime_error} fail at runtime:\n{shown}"
     )
     assert t.generated == N and t.accepted + t.rejected == N
+
+
+def test_accepted_per_axis_form_programs_agree_and_bare_v_is_rejected(
+    run: Run, capsys: pytest.CaptureFixture
+) -> None:
+    """Inputs written in per-axis form (`Spmd(dp=S(0), tp=S(1))`) in global code: the checker
+    types them by their S(i) dims or rejects them, never falls back to local rules (an accepted
+    one must agree); a bare V on a global axis is always rejected."""
+    t = run.per_axis_tally
+    with capsys.disabled():
+        print(f"\nglobal soundness (per-axis form): {t.line()}")
+    shown = "\n\n".join(f"[{i}] {v}: {d}\n{src}" for i, v, d, src in t.findings[:5])
+    assert t.unsound == 0 and t.accepted_runtime_error == 0 and not t.known, shown
+    assert t.generated == N_PER_AXIS and t.accepted + t.rejected == N_PER_AXIS
+    forms = [x.form for p in run.per_axis.values() for x in p.inputs]
+    assert forms.count("axes") >= N_PER_AXIS // 2 and forms.count("V") >= 2, forms
+    bare_v = [k for k, p in run.per_axis.items() if any(x.form == "V" for x in p.inputs)]
+    accepted_v = [k for k in bare_v if not run.report.errors.get(k)]
+    assert not accepted_v, "\n\n".join(run.per_axis[k].source() for k in accepted_v[:3])
+    # few are accepted: an op on a per-axis-form operand with a layout is an error in global code
+    assert t.rejected_outcomes["unsound"] >= 1 and t.accepted >= 2, t.line()
 
 
 def test_the_generator_reaches_both_verdicts(run: Run) -> None:
