@@ -16,13 +16,14 @@ of times per run):
   user class attributes   parameters.write_hook   (writes to a module parameter: a plain Tensor,
                                                   or a value of the declared SPMD type)
   spmd.local_map(fn, ...) local_map.HOOKS         (fn checked against in_types/out_types)
+  spmd.assert_like        layout_vars.HOOKS       (a flag-dependent Union tied to a witness)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
 Modules: _mypy/ (every mypy import), annotations (the per-file index, pure
 Python), sourcefile and positions (below it), reading, carrier, callsite
 (what the call hooks share), ops, comms, relation, declared, untyped,
-parameters, global_mode and global_scopes, local_map, setup_check, guard,
+parameters, global_mode and global_scopes, local_map, layout_vars, setup_check, guard,
 errors, config.  Each feature
 module owns its hook table; this module registers them.  The plugin never
 imports torch.
@@ -35,7 +36,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import _mypy, comms, config, declared, global_mode, local_map, ops, parameters, reading, relation, setup_check, untyped
+from . import _mypy, comms, config, declared, global_mode, layout_vars, local_map, ops, parameters, reading, relation, setup_check, untyped
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
 from .guard import STRICT, guarded, nothing, report_skipped
@@ -177,6 +178,7 @@ class SpmdPlugin(_mypy.Plugin):
                 comms.hooks(global_mode.refine_collective, global_mode.spec_redistribute),
                 declared.hooks(global_mode.exact_declared),
                 global_mode.HOOKS,
+                layout_vars.HOOKS,
                 local_map.HOOKS,
                 untyped.HOOKS,
             ),

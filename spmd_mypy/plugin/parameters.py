@@ -28,12 +28,13 @@ from . import _mypy
 from .carrier import spmd_of
 from .errors import SPMD_ASSIGN
 from .guard import default_attr, guarded
-from .relation import report_arg
+from .relation import report_against, wants_of
 
 
 def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
     def hook(ctx: Any) -> _mypy.Type:
         if not ctx.is_lvalue:
+            _mypy.restore_parameters(ctx.api)  # `self.x` early in a body: see there
             return ctx.default_attr_type  # reads: most calls
         relaxed = _mypy.attribute_write_type(ctx, name)
         if relaxed is None:
@@ -53,6 +54,6 @@ def _check_written_value(ctx: Any, name: str) -> None:
         return
     pairs = _mypy.tensor_pairs(_mypy.quietly_typed(ctx.api, value), ctx.default_attr_type)
     for got_t, want_t in pairs or ():
-        got, want = spmd_of(got_t), spmd_of(want_t)
+        got, want = spmd_of(got_t), wants_of(want_t)
         if got is not None and want is not None:
-            report_arg(ctx.api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)
+            report_against(ctx.api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)

@@ -16,6 +16,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   wrap_untyped    rewrite pass: calls torch leaves untyped
   rewrites        when the two passes run (before analysis, or from the analyzer)
   writes          the value of an attribute write, typed ahead without messages
+  typevars        type variables with values: layouts that follow a configuration
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ from .tensor_types import (
     tensor_pairs,
     tuple_items,
     union_alternatives,
+    union_items,
     union_of,
     with_arg_types,
     with_signature,
@@ -117,6 +119,7 @@ from .tensor_types import (
 )
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
+from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
 from .writes import quietly_typed, written_value
 
 __all__ = [
@@ -214,6 +217,7 @@ __all__ = [
     "tensor_pairs",
     "tuple_items",
     "union_alternatives",
+    "union_items",
     "union_of",
     "with_arg_types",
     "with_signature",
@@ -221,4 +225,11 @@ __all__ = [
     # writes
     "quietly_typed",
     "written_value",
+    # typevars
+    "choose",
+    "configuration_values",
+    "in_expansion",
+    "never",
+    "restore_parameters",
+    "value_variable",
 ]

@@ -16,6 +16,7 @@ from mypy.types import (
     Type,
     UninhabitedType,
     UnionType,
+    flatten_nested_unions,
     get_proper_type,
 )
 
@@ -30,6 +31,14 @@ def union_alternatives(typ: Optional[Type]) -> Optional[List[Type]]:
     if isinstance(p, UnionType) and p.items and all(is_tensor(t) for t in p.items):
         return list(p.items)
     return None
+
+
+def union_items(typ: Type) -> List[Type]:
+    """The items of a Union (proper types), or the type itself."""
+    p = get_proper_type(typ)
+    if isinstance(p, UnionType):
+        return [get_proper_type(t) for t in flatten_nested_unions(p.items)]
+    return [p]
 
 
 def replace_tensors(typ: Type, new: Type) -> Type:
@@ -111,9 +120,10 @@ def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
 
     Returns the (got, declared) pairs of tensors at the same place (top level,
     tuple items, type arguments of the same class, the tensor alternative of a
-    declared Union, every alternative of a value from two branches), or None
+    declared Optional, every alternative of a value from two branches), or None
     when the two do not line up or a non-tensor part does not fit; mypy then
-    checks the value itself.
+    checks the value itself.  Against a declared Union of several tensors the
+    declared part of a pair is that Union (the value fits any alternative).
     """
     g, w = get_proper_type(got), get_proper_type(want)
     if isinstance(g, (AnyType, UninhabitedType)):
@@ -123,6 +133,9 @@ def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
     if is_tensor(w):
         return [(g, w)] if is_tensor(g) else None
     if isinstance(w, UnionType):
+        tensors = [t for t in union_items(w) if is_tensor(t)]
+        if len(tensors) > 1 and is_tensor(g):  # a layout that depends on a flag: any alternative
+            return [(g, UnionType(tensors))]
         for item in w.items:
             sub = tensor_pairs(g, item)
             if sub is not None:
