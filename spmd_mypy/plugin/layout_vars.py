@@ -143,9 +143,9 @@ def _assert_like(ctx: Any) -> _mypy.Type:
     found = " or ".join(str(spmd_of(t)) for t in mine)
     _mypy.fail(
         ctx.api,
-        f"spmd.assert_like: {_mypy.expr_text(x[0])} is {found}, which never fits "
-        f"{_mypy.expr_text(like[0])} ({' or '.join(str(w) for w in wants)}): no configuration "
-        f"gives them one layout",
+        f"spmd.assert_like: {_mypy.expr_text(x[0])} ({found}) cannot have the layout of "
+        f"{_mypy.expr_text(like[0])} ({' or '.join(str(w) for w in wants)}) in any configuration; "
+        f"the result takes {_mypy.expr_text(like[0])}'s",
         ctx.context,
         SPMD_ARG,
     )

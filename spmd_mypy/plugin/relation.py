@@ -201,11 +201,17 @@ def _expected_of(sig: _mypy.CallableType) -> List[Optional[Wants]]:
     return _by_parameters(_EXPECTED, sig, lambda params: [_expected(t) for t in params])
 
 
-# Between the signature hook and the function hook of one call: the call, the
-# signature mypy had before relaxing, and what each parameter asks.  Keyed by
-# the call expression, which the entry keeps alive; mypy may type a call more
-# than once, so an entry stays until the next signature hook of that call.
-_PENDING: Dict[int, Tuple[Any, _mypy.CallableType, List[Optional[Wants]]]] = {}
+# Between the signature hook and the function hook of one call: the call,
+# and per overload item tried (one for a plain function) the signature mypy
+# had before relaxing, what each parameter asks and the relaxed result type
+# object, by its id.  mypy tries an overload's items in turn with errors
+# filtered and passes the item's result type object to the function hook,
+# so each item's arguments are checked against that item's parameters (an
+# item whose arguments do not fit is not taken).  Keyed by the call
+# expression, which the entry keeps alive; mypy may type a call more than
+# once, so an entry stays until the next signature hook of that call.
+Pending = Tuple[_mypy.CallableType, List[Optional[Wants]], _mypy.Type]
+_PENDING: Dict[int, Tuple[Any, Dict[int, Pending]]] = {}
 _MAX_PENDING = 65536
 
 
@@ -223,23 +229,39 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     ]
     if len(_PENDING) >= _MAX_PENDING:
         _PENDING.clear()
-    _PENDING[id(ctx.context)] = (ctx.context, sig, expected)
-    return _mypy.with_arg_types(sig, relaxed)
+    entry = _PENDING.get(id(ctx.context))
+    if entry is None or entry[0] is not ctx.context:
+        entry = _PENDING[id(ctx.context)] = (ctx.context, {})
+    out = _mypy.with_arg_types(sig, relaxed, own_result=True)
+    entry[1][id(out.ret_type)] = (sig, expected, out.ret_type)
+    return out
+
+
+def _pending(ctx: Any) -> Optional[Pending]:
+    """The item of the call the function hook is typing (the last one tried
+    when the result type was rebuilt, as for a generic callee)."""
+    entry = _PENDING.get(id(ctx.context))
+    if entry is None or entry[0] is not ctx.context or not entry[1]:
+        return None
+    hit = entry[1].get(id(ctx.default_return_type))
+    if hit is not None and hit[2] is ctx.default_return_type:
+        return hit
+    return next(reversed(entry[1].values()))
 
 
 def pending_signature(ctx: Any) -> Optional[_mypy.CallableType]:
     """The unrelaxed signature of the call a function hook is typing, if relaxed."""
-    entry = _PENDING.get(id(ctx.context))
-    return entry[1] if entry is not None and entry[0] is ctx.context else None
+    entry = _pending(ctx)
+    return entry[0] if entry is not None else None
 
 
 def _check_arguments(ctx: Any, callee: str) -> _mypy.Type:
     """The function hook: each argument per axis against its parameter; the
     result keeps the arguments' types on axes no parameter names."""
-    entry = _PENDING.get(id(ctx.context))
-    if entry is None or entry[0] is not ctx.context:
+    entry = _pending(ctx)
+    if entry is None:
         return ctx.default_return_type
-    _, sig, expected = entry
+    sig, expected, _ = entry
     held: List[Optional[Spmd]] = []
     for i, want in enumerate(expected):
         if want is None or i >= len(ctx.args):

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any, Iterable, List, Optional, Tuple
 
 from mypy.nodes import Expression, ListExpr, TypeInfo, Var
+from mypy.copytype import copy_type
 from mypy.subtypes import is_subtype
 from mypy.types import (
     AnyType,
     CallableType,
     Instance,
     NoneType,
+    ProperType,
     TupleType,
     Type,
     UninhabitedType,
@@ -198,8 +200,14 @@ def with_signature(sig: CallableType, arg_types: List[Type], ret_type: Type) -> 
     return sig.copy_modified(arg_types=arg_types, ret_type=ret_type)
 
 
-def with_arg_types(sig: CallableType, arg_types: List[Type]) -> CallableType:
-    return sig.copy_modified(arg_types=arg_types)
+def with_arg_types(sig: CallableType, arg_types: List[Type], own_result: bool = False) -> CallableType:
+    """sig with these parameter types; with own_result, its result type is a
+    copy of its own, so that the function hook can tell which item of an
+    overload mypy is trying (it passes the result type object on)."""
+    if not own_result:
+        return sig.copy_modified(arg_types=arg_types)
+    ret = sig.ret_type
+    return sig.copy_modified(arg_types=arg_types, ret_type=copy_type(ret) if isinstance(ret, ProperType) else ret)
 
 
 def tuple_items(typ: Type) -> Optional[List[Type]]:
