@@ -209,7 +209,7 @@ def _expected_of(sig: _mypy.CallableType) -> List[Optional[Wants]]:
 # so each item's arguments are checked against that item's parameters (an
 # item whose arguments do not fit is not taken).  Keyed by the call
 # expression, which the entry keeps alive; mypy may type a call more than
-# once, so an entry stays until the next signature hook of that call.
+# once, so an item's entry stays until the next signature hook of that item.
 Pending = Tuple[_mypy.CallableType, List[Optional[Wants]], _mypy.Type]
 _PENDING: Dict[int, Tuple[Any, Dict[int, Pending]]] = {}
 _MAX_PENDING = 65536
@@ -232,8 +232,11 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     entry = _PENDING.get(id(ctx.context))
     if entry is None or entry[0] is not ctx.context:
         entry = _PENDING[id(ctx.context)] = (ctx.context, {})
+    items = entry[1]
+    for key in [k for k, item in items.items() if item[0] is sig]:
+        del items[key]  # this item typed again: one entry per item
     out = _mypy.with_arg_types(sig, relaxed, own_result=True)
-    entry[1][id(out.ret_type)] = (sig, expected, out.ret_type)
+    items[id(out.ret_type)] = (sig, expected, out.ret_type)
     return out
 
 
