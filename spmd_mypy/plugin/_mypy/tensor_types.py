@@ -82,16 +82,19 @@ def has_tensor_deep(typ: Type) -> bool:
     return False
 
 
-def element_types(typ: Type) -> List[Type]:
+def element_types(typ: Type, depth: int = 6) -> List[Type]:
     """The tensor types a parameter or value holds: itself, Optional's item,
-    list/tuple/Sequence elements, dict values."""
+    list/tuple/Sequence elements, dict values (bounded: a recursive alias such
+    as packaging's `MarkerList = List[Union[..., "MarkerList"]]` never ends)."""
     p = get_proper_type(typ)
     if is_tensor(p):
         return [p]
+    if depth <= 0:
+        return []
     if isinstance(p, (UnionType, TupleType)):
-        return [e for t in p.items for e in element_types(t)]
+        return [e for t in p.items for e in element_types(t, depth - 1)]
     if isinstance(p, Instance) and p.args:
-        return [e for t in p.args[-1:] for e in element_types(t)]
+        return [e for t in p.args[-1:] for e in element_types(t, depth - 1)]
     return []
 
 
