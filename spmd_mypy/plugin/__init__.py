@@ -24,6 +24,7 @@ of times per run):
   spmd_types.*            spmd_types.HOOKS        (the runtime checker's API, read with our rules)
   spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked)
   report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
+  spmd.assert_like        layout_vars.HOOKS       (a flag-dependent Union tied to a witness)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
@@ -31,7 +32,7 @@ Modules: _mypy/ (every mypy import), annotations (the per-file index, pure
 Python), sourcefile and positions (below it), reading, carrier, callsite
 (what the call hooks share), groups (process groups as axes), ops, comms,
 relation, declared, untyped, untyped_regions, parameters, modules, megatron,
-spmd_types, global_mode and global_scopes, local_map, setup_check, guard,
+spmd_types, global_mode and global_scopes, local_map, layout_vars, setup_check, guard,
 errors, config.  Each feature
 module owns its hook table; this module registers them.  The plugin never
 imports torch.
@@ -50,6 +51,7 @@ from . import (
     config,
     declared,
     global_mode,
+    layout_vars,
     groups,
     local_map,
     megatron,
@@ -227,6 +229,7 @@ class SpmdPlugin(_mypy.Plugin):
                 comms.hooks(global_mode.refine_collective, global_mode.spec_redistribute),
                 declared.hooks(global_mode.exact_declared),
                 global_mode.HOOKS,
+                layout_vars.HOOKS,
                 local_map.HOOKS,
                 spmd_types.HOOKS,
                 untyped.HOOKS,

@@ -106,6 +106,7 @@ def _annotation_roots(tree: ast.Module) -> Iterator[ast.expr]:
         elif isinstance(st, ast.Assign):
             if _may_be_type(st.value):
                 yield st.value
+            yield from _typevar_types(st.value)
         elif type(st).__name__ == "TypeAlias":  # `type X = ...` (Python 3.12)
             yield getattr(st, "value")
         else:
@@ -115,6 +116,15 @@ def _annotation_roots(tree: ast.Module) -> Iterator[ast.expr]:
                         stack.append(child)
                     else:  # an except handler or a match case
                         stack.extend(reversed(getattr(child, "body", [])))
+
+
+def _typevar_types(value: ast.expr) -> Iterator[ast.expr]:
+    """The types of `X = TypeVar("X", A, B, bound=C)`: its values and bound."""
+    if isinstance(value, ast.Call):
+        f = value.func
+        if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) == "TypeVar":
+            yield from value.args[1:]
+            yield from (k.value for k in value.keywords if k.arg == "bound")
 
 
 def _may_be_type(value: ast.expr) -> bool:

@@ -187,7 +187,8 @@ def configure(settings: Settings) -> None:
 def _assert_spmd(ctx: Any) -> _mypy.Type:
     default = ctx.default_return_type
     x, meta_arg = one_arg(ctx, "x"), one_arg(ctx, "spmd")
-    if x is None or meta_arg is None or not _mypy.is_tensor(x[1]):
+    alternatives = _mypy.union_alternatives(x[1]) if x is not None else None
+    if x is None or meta_arg is None or not (_mypy.is_tensor(x[1]) or alternatives):
         return default
     try:
         node, resolve = spec_argument(ctx.api, meta_arg[0])  # Spmd(...), or SPEC: Final = Spmd(...)
@@ -208,7 +209,21 @@ def asserted_type(
     """x's type after an assertion of `asserted`: each axis checked against what
     the checker inferred (reported under `label`, `suffix` appended), then
     the asserted axes replace the inferred ones."""
-    actual = spmd_of(x[1])
+    alternatives = _mypy.union_alternatives(x[1])
+    if alternatives:
+        # A value from branches or of a declared Union (a layout that depends on
+        # a flag): narrowed to the alternatives the assertion fits, as an
+        # isinstance narrows; when none fits, reported against the first.
+        found = [spmd_of(t) for t in alternatives]
+        fitting = [a for a in found if a is None or not mismatches(a, asserted)]
+        if fitting:
+            results = list(dict.fromkeys(_asserted(a, asserted) for a in fitting))
+            return _mypy.union_of([carrier(ctx.api, r) for r in results])
+        actual = found[0]
+    else:
+        actual = spmd_of(x[1])
+        if _other_configuration(ctx, x[0], actual, asserted):
+            return _mypy.never()
     if actual is not None:
         for a, got, want in mismatches(actual, asserted):
             fix = fix_call(got, want, a, _mypy.expr_text(x[0]))
@@ -218,11 +233,29 @@ def asserted_type(
                 ctx.context,
                 code=SPMD_ARG,
             )
+    return carrier(ctx.api, _asserted(actual, asserted))
+
+
+def _other_configuration(ctx: Any, expr: Any, actual: Optional[Spmd], asserted: Spmd) -> bool:
+    """`spmd.assert_spmd(h, ...)` on a parameter typed by a variable with values
+    (layout_vars), asserting another of its values: mypy is checking the
+    function for a choice this branch does not run under, so the code after
+    it is unreachable there (as after an isinstance that cannot hold)."""
+    if actual is None or not mismatches(actual, asserted):
+        return False
+    values = _mypy.configuration_values(ctx.api, expr)
+    found = [spmd_of(v) for v in values or ()]
+    return actual in found and any(s is not None and not mismatches(s, asserted) for s in found)
+
+
+def _asserted(actual: Optional[Spmd], asserted: Spmd) -> Spmd:
+    """The type after assert_spmd: the asserted axes over what was known (the
+    assertion alone when it names every axis: a spec or a rest)."""
+    if asserted.spec is not None or asserted.rest is not None:
+        return asserted
     merged: Dict[str, AxisType] = dict(actual.axes) if actual is not None else {}
     merged.update(asserted.axes)
-    whole = asserted.spec is not None or asserted.rest is not None  # names every axis
-    result = asserted if whole else Spmd.of(merged, None, asserted.nograd)
-    return carrier(ctx.api, result)
+    return Spmd.of(merged, None, asserted.nograd)
 
 
 # -- raw torch.distributed collectives on typed tensors ---------------------------

@@ -24,7 +24,7 @@ from .carrier import spmd_of
 from .errors import SPMD_ASSIGN, SPMD_RETURN
 from .groups import declared_group
 from .guard import guarded
-from .relation import report_arg
+from .relation import report_against, wants_of
 
 
 def _check(ctx: Any, declared: Any, what: str, code: _mypy.ErrorCode) -> _mypy.Type:
@@ -46,9 +46,9 @@ def _check(ctx: Any, declared: Any, what: str, code: _mypy.ErrorCode) -> _mypy.T
         return _mypy.recheck(ctx.api, expr, declared)
     for where, pairs in found:
         for got_t, want_t in pairs or ():
-            got_s, want_s = spmd_of(got_t), spmd_of(want_t)
+            got_s, want_s = spmd_of(got_t), wants_of(want_t)
             if got_s is not None and want_s is not None:
-                report_arg(ctx.api, where, got_s, want_s, what, code)
+                report_against(ctx.api, where, got_s, want_s, what, code)
     return declared
 
 

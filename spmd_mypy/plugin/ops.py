@@ -363,6 +363,7 @@ def op_hook(
         default = ctx.default_return_type
         if not _mypy.has_tensor(default) and not _mypy.is_any(default):
             return default  # size(), item(), dim(): not a tensor op
+        _mypy.restore_parameters(ctx.api)  # h = h + r in a function generic in a layout
         refined = refine(ctx, name, cls, namespace, receiver) if refine is not None else None
         if refined is not None:
             return typed_result(ctx, refined[0], True)

@@ -33,12 +33,13 @@ from .carrier import spmd_of
 from .errors import SPMD_ASSIGN
 from .groups import written_group
 from .guard import default_attr, guarded
-from .relation import report_arg
+from .relation import report_against, wants_of
 
 
 def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
     def hook(ctx: Any) -> _mypy.Type:
         if not ctx.is_lvalue:
+            _mypy.restore_parameters(ctx.api)  # `self.x` early in a body: see there
             return _read(ctx, name)
         group = written_group(ctx)  # an attribute declared as the group of an axis
         if group is not None:
@@ -77,6 +78,6 @@ def _check_written_value(ctx: Any, name: str) -> None:
         return
     pairs = _mypy.tensor_pairs(_mypy.quietly_typed(ctx.api, value), ctx.default_attr_type)
     for got_t, want_t in pairs or ():
-        got, want = spmd_of(got_t), spmd_of(want_t)
+        got, want = spmd_of(got_t), wants_of(want_t)
         if got is not None and want is not None:
-            report_arg(ctx.api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)
+            report_against(ctx.api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)

@@ -25,6 +25,7 @@ from .callsite import unknown_in_spmd_file
 from .errors import SPMD_ARG
 from .groups import check_group_arguments, relaxed_group_parameters
 from .guard import default_return, default_signature, guarded
+from .layout_vars import Argument, bound_parameters, problems, solve
 
 
 def report_arg(
@@ -66,16 +67,50 @@ def report_arg(
         )
 
 
-def _expected(formal: _mypy.Type) -> Optional[Spmd]:
-    """The SPMD type a parameter asks of each tensor it holds (itself, Optional, list...)."""
+# What a declared place (parameter, return, assignment) accepts: one SPMD
+# type, or each alternative of a declared Union of tensors.
+Wants = Tuple[Spmd, ...]
+
+
+def report_against(
+    api: Any, expr: Any, got: Spmd, wants: Wants, what: str, code: _mypy.ErrorCode = SPMD_ARG
+) -> None:
+    """report_arg against a declared Union: a value fits when it fits one
+    alternative (each alternative of a value from branches is checked on its
+    own by the caller); otherwise it is reported against the closest."""
+    if len(wants) > 1:
+        counts = [problems(got, w) for w in wants]
+        if 0 in counts:
+            return
+        wants = (wants[counts.index(min(counts))],)
+    if wants:
+        report_arg(api, expr, got, wants[0], what, code)
+
+
+def wants_of(declared: _mypy.Type) -> Optional[Wants]:
+    """What a declared tensor type accepts: its SPMD type, or, for a Union of
+    tensors (a layout that depends on a flag), each alternative's; None when
+    no alternative carries one."""
+    alternatives = _mypy.union_alternatives(declared)
+    items = alternatives if alternatives is not None else [declared]
+    found = tuple(s for s in map(spmd_of, items) if s is not None)
+    return found or None
+
+
+def _expected(formal: _mypy.Type) -> Optional[Wants]:
+    """The SPMD types a parameter accepts for each tensor it holds (itself,
+    Optional, list...): one, or every alternative of a Union of tensors."""
+    tensors = [t for t in _mypy.union_items(formal) if _mypy.is_tensor(t)]
+    if len(tensors) > 1:
+        return wants_of(_mypy.union_of(tensors))
     for t in _mypy.element_types(formal):
         spmd = spmd_of(t)
         if spmd is not None:
-            return spmd
+            return (spmd,)
     return None
 
 
-def _check_argument(api: Any, expr: Any, typ: _mypy.Type, want: Spmd, label: str) -> List[Optional[Spmd]]:
+def _check_argument(api: Any, expr: Any, typ: _mypy.Type, want: Wants, label: str) -> List[Optional[Spmd]]:
     """Check one argument of type `typ`; return the types it holds (None: an
     unknown tensor).  The items of a list display are checked one by one, by
     the types mypy gave them (the list's own type is joined in the context of
@@ -88,7 +123,7 @@ def _check_argument(api: Any, expr: Any, typ: _mypy.Type, want: Spmd, label: str
             got = spmd_of(t)
             held.append(got)
             if got is not None:
-                report_arg(api, item, got, want, label)
+                report_against(api, item, got, want, label)
     return held
 
 
@@ -164,15 +199,21 @@ _EXPECTED: ByParameters = {}  # -> what each parameter asks (see _expected)
 _GROUPS: ByParameters = {}  # -> the parameters with groups relaxed (None: no group of an axis)
 
 
-def _expected_of(sig: _mypy.CallableType) -> List[Optional[Spmd]]:
+def _expected_of(sig: _mypy.CallableType) -> List[Optional[Wants]]:
     return _by_parameters(_EXPECTED, sig, lambda params: [_expected(t) for t in params])
 
 
-# Between the signature hook and the function hook of one call: the call, the
-# signature mypy had before relaxing, and what each parameter asks.  Keyed by
-# the call expression, which the entry keeps alive; mypy may type a call more
-# than once, so an entry stays until the next signature hook of that call.
-_PENDING: Dict[int, Tuple[Any, _mypy.CallableType, List[Optional[Spmd]]]] = {}
+# Between the signature hook and the function hook of one call: the call,
+# and per overload item tried (one for a plain function) the signature mypy
+# had before relaxing, what each parameter asks and the relaxed result type
+# object, by its id.  mypy tries an overload's items in turn with errors
+# filtered and passes the item's result type object to the function hook,
+# so each item's arguments are checked against that item's parameters (an
+# item whose arguments do not fit is not taken).  Keyed by the call
+# expression, which the entry keeps alive; mypy may type a call more than
+# once, so an item's entry stays until the next signature hook of that item.
+Pending = Tuple[_mypy.CallableType, List[Optional[Wants]], _mypy.Type]
+_PENDING: Dict[int, Tuple[Any, Dict[int, Pending]]] = {}
 _MAX_PENDING = 65536
 
 
@@ -192,23 +233,42 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     ]
     if len(_PENDING) >= _MAX_PENDING:
         _PENDING.clear()
-    _PENDING[id(ctx.context)] = (ctx.context, sig, expected)
-    return _mypy.with_arg_types(sig, relaxed)
+    entry = _PENDING.get(id(ctx.context))
+    if entry is None or entry[0] is not ctx.context:
+        entry = _PENDING[id(ctx.context)] = (ctx.context, {})
+    items = entry[1]
+    for key in [k for k, item in items.items() if item[0] is sig]:
+        del items[key]  # this item typed again: one entry per item
+    out = _mypy.with_arg_types(sig, relaxed, own_result=True)
+    items[id(out.ret_type)] = (sig, expected, out.ret_type)
+    return out
+
+
+def _pending(ctx: Any) -> Optional[Pending]:
+    """The item of the call the function hook is typing (the last one tried
+    when the result type was rebuilt, as for a generic callee)."""
+    entry = _PENDING.get(id(ctx.context))
+    if entry is None or entry[0] is not ctx.context or not entry[1]:
+        return None
+    hit = entry[1].get(id(ctx.default_return_type))
+    if hit is not None and hit[2] is ctx.default_return_type:
+        return hit
+    return next(reversed(entry[1].values()))
 
 
 def pending_signature(ctx: Any) -> Optional[_mypy.CallableType]:
     """The unrelaxed signature of the call a function hook is typing, if relaxed."""
-    entry = _PENDING.get(id(ctx.context))
-    return entry[1] if entry is not None and entry[0] is ctx.context else None
+    entry = _pending(ctx)
+    return entry[0] if entry is not None else None
 
 
 def _check_arguments(ctx: Any, callee: str) -> _mypy.Type:
     """The function hook: each argument per axis against its parameter; the
     result keeps the arguments' types on axes no parameter names."""
-    entry = _PENDING.get(id(ctx.context))
-    if entry is None or entry[0] is not ctx.context:
+    entry = _pending(ctx)
+    if entry is None:
         return ctx.default_return_type
-    _, sig, expected = entry
+    sig, expected, _ = entry
     check_group_arguments(ctx, sig, callee)
     if not any(e is not None for e in expected):
         return ctx.default_return_type
@@ -220,7 +280,7 @@ def _check_arguments(ctx: Any, callee: str) -> _mypy.Type:
         label = f'Argument "{name}" to "{callee}"' if name else f'Argument {i + 1} to "{callee}"'
         for expr, typ in zip(ctx.args[i], ctx.arg_types[i]):
             held += _check_argument(ctx.api, expr, typ, want, label)
-    named = {a for e in expected if e is not None for a in e.axes}
+    named = {a for e in expected if e is not None for w in e for a in w.axes}
     return _with_passthrough(ctx.api, ctx.default_return_type, _passthrough(held, named), named)
 
 
@@ -256,9 +316,12 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
     """A call that runs `fwd`: check the arguments against it, give its result."""
     if fwd is None:
         return ctx.default_return_type
+    _mypy.restore_parameters(ctx.api)
     names = list(fwd.arg_names)
+    bound = bound_parameters(fwd)
     position = 0
     held: List[Optional[Spmd]] = []
+    chosen: List[Argument] = []  # arguments of parameters typed by a variable with values
     for name, expr, typ in _mypy.call_args(ctx):
         if name is None:
             i: Optional[int] = position
@@ -267,16 +330,48 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
             i = names.index(name) if name in names else None
         if i is None or i >= len(fwd.arg_types):
             continue
-        want, got = spmd_of(fwd.arg_types[i]), spmd_of(typ)
-        if want is not None:
+        alternatives = [spmd_of(t) for t in _mypy.union_alternatives(typ) or [typ]]  # each branch of a Union
+        if i in bound:
+            chosen.append(Argument(bound[i], expr, tuple(alternatives)))
+            held += alternatives
+            continue
+        want = wants_of(fwd.arg_types[i])
+        if want is None:
+            continue
+        label = f'Argument "{names[i]}" to "{callee}"' if names[i] else f"Argument to {callee}"
+        for got in alternatives:
             held.append(got)
-        if want is not None and got is not None:
-            label = f'Argument "{names[i]}" to "{callee}"' if names[i] else f"Argument to {callee}"
-            report_arg(ctx.api, expr, got, want, label)
-    if not any(spmd_of(t) is not None for t in _mypy.element_types(fwd.ret_type)):
+            if got is not None:
+                report_against(ctx.api, expr, got, want, label)
+    returns = _chosen_returns(ctx, fwd, chosen, callee) if fwd.variables else [fwd.ret_type]
+    if not returns or not any(spmd_of(t) is not None for r in returns for t in _mypy.element_types(r)):
         return unknown_in_spmd_file(ctx, fwd.ret_type)  # an unannotated forward (nn.Linear)
-    named = {a for t in fwd.arg_types for e in [spmd_of(t)] if e is not None for a in e.axes}
-    return _with_passthrough(ctx.api, fwd.ret_type, _passthrough(held, named), named)
+    named = {a for t in fwd.arg_types for e in [wants_of(t)] if e is not None for w in e for a in w.axes}
+    named |= {a for b in bound.values() for s in b.spmds if s is not None for a in s.axes}
+    extra = _passthrough(held, named)
+    return _mypy.union_of([_with_passthrough(ctx.api, r, extra, named) for r in returns])
+
+
+def _chosen_returns(ctx: Any, fwd: _mypy.CallableType, args: List[Argument], callee: str) -> List[_mypy.Type]:
+    """The results of `fwd` for every choice of its variables' values the
+    arguments allow (layout_vars.solve); reports an argument that fits none."""
+    free = {}
+    for v in fwd.variables:
+        values = _mypy.value_variable(v)
+        if values is not None and all(a.bound.var != values[0] for a in args):
+            free[values[0]] = tuple(values[1])
+    solution = solve(args, free)
+    if solution.misfit is not None:
+        arg, got, wants = solution.misfit
+        name = fwd.arg_names[arg.bound.param]
+        label = f'Argument "{name}" to "{callee}"' if name else f"Argument to {callee}"
+        report_against(ctx.api, arg.expr, got, wants, label)
+    returns: List[_mypy.Type] = []
+    for choice in solution.choices:
+        ret = _mypy.choose(fwd, choice).ret_type
+        if ret not in returns:
+            returns.append(ret)
+    return returns
 
 
 def _module_call(ctx: Any) -> _mypy.Type:

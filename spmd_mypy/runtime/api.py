@@ -32,6 +32,7 @@ __all__ = [
     "convert",
     "redistribute",
     "assert_spmd",
+    "assert_like",
 ]
 
 SplitSizes = Optional[Sequence[int]]
@@ -345,5 +346,16 @@ def assert_spmd(x: Tensor, spmd: Spmd) -> Tensor:
 
     At runtime returns x unchanged.  The way to type a plain tensor at an
     entry point: a fresh parameter, a batch from a data loader.
+    """
+    return x
+
+
+def assert_like(x: Tensor, like: Tensor) -> Tensor:
+    """Statically: x's layout follows the same configuration as `like`.
+
+    For a value whose declared type is a Union of layouts chosen by a flag
+    (a module's output), inside a function whose layout is a type variable
+    with values: x is narrowed to the alternatives that fit `like`'s type.
+    At runtime returns x unchanged.
     """
     return x

@@ -23,6 +23,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   finals          the value of a module-level Final name
   signatures      signatures built from declared types (spmd.trusted)
   group_types     process groups that stand for mesh axes (AxisGroup[Literal[...]])
+  typevars        type variables with values: layouts that follow a configuration
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ from .tensor_types import (
     tensor_pairs,
     tuple_items,
     union_alternatives,
+    union_items,
     union_of,
     with_arg_types,
     with_signature,
@@ -157,6 +159,7 @@ from .tensor_types import (
 from .spmd_types_tree import dict_entries, enum_value, is_process_group, literal_str
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
+from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
 from .writes import quietly_typed, written_value
 
 __all__ = [
@@ -296,6 +299,7 @@ __all__ = [
     "tensor_pairs",
     "tuple_items",
     "union_alternatives",
+    "union_items",
     "union_of",
     "with_arg_types",
     "with_signature",
@@ -305,4 +309,11 @@ __all__ = [
     # writes
     "quietly_typed",
     "written_value",
+    # typevars
+    "choose",
+    "configuration_values",
+    "in_expansion",
+    "never",
+    "restore_parameters",
+    "value_variable",
 ]

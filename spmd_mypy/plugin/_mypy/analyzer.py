@@ -9,6 +9,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from mypy.nodes import (
     AssignmentStmt,
+    CallExpr,
     ClassDef,
     Decorator,
     FuncDef,
@@ -195,12 +196,25 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
                 return None
             if isinstance(st.rvalue, _MAY_BE_TYPE) and not add(st.rvalue):
                 return None
+            if not all(add(t) for t in typevar_types(st.rvalue)):
+                return None
         elif isinstance(st, TypeAliasStmt):
             return None  # `type X = ...`: rare; the caller parses the file
         else:
             for block in sub_blocks(stmt=st):
                 stack.extend(reversed(wanted(block.body)))
     return out
+
+
+def typevar_types(value: Any) -> List[Any]:
+    """The type expressions of `X = TypeVar("X", A, B, bound=C)`: the values
+    and the bound (as parsed; semantic analysis leaves the call in place)."""
+    if not isinstance(value, CallExpr):
+        return []
+    callee = value.callee
+    if not (isinstance(callee, (NameExpr, MemberExpr)) and callee.name == "TypeVar"):
+        return []
+    return [a for i, (a, n) in enumerate(zip(value.args, value.arg_names)) if (i > 0 and n is None) or n == "bound"]
 
 
 def _touches(st: Statement, marked: Sequence[int]) -> bool:

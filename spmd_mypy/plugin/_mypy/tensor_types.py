@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterable, List, Optional, Tuple
 
 from mypy.nodes import Expression, ListExpr, TypeInfo, Var
+from mypy.copytype import copy_type
 from mypy.subtypes import is_subtype
 from mypy.types import (
     AnyType,
@@ -13,10 +14,12 @@ from mypy.types import (
     Instance,
     LiteralType,
     NoneType,
+    ProperType,
     TupleType,
     Type,
     UninhabitedType,
     UnionType,
+    flatten_nested_unions,
     get_proper_type,
 )
 
@@ -31,6 +34,14 @@ def union_alternatives(typ: Optional[Type]) -> Optional[List[Type]]:
     if isinstance(p, UnionType) and p.items and all(is_tensor(t) for t in p.items):
         return list(p.items)
     return None
+
+
+def union_items(typ: Type) -> List[Type]:
+    """The items of a Union (proper types), or the type itself."""
+    p = get_proper_type(typ)
+    if isinstance(p, UnionType):
+        return [get_proper_type(t) for t in flatten_nested_unions(p.items)]
+    return [p]
 
 
 def replace_tensors(typ: Type, new: Type) -> Type:
@@ -72,16 +83,19 @@ def has_tensor_deep(typ: Type) -> bool:
     return False
 
 
-def element_types(typ: Type) -> List[Type]:
+def element_types(typ: Type, depth: int = 6) -> List[Type]:
     """The tensor types a parameter or value holds: itself, Optional's item,
-    list/tuple/Sequence elements, dict values."""
+    list/tuple/Sequence elements, dict values (bounded: a recursive alias such
+    as packaging's `MarkerList = List[Union[..., "MarkerList"]]` never ends)."""
     p = get_proper_type(typ)
     if is_tensor(p):
         return [p]
+    if depth <= 0:
+        return []
     if isinstance(p, (UnionType, TupleType)):
-        return [e for t in p.items for e in element_types(t)]
+        return [e for t in p.items for e in element_types(t, depth - 1)]
     if isinstance(p, Instance) and p.args:
-        return [e for t in p.args[-1:] for e in element_types(t)]
+        return [e for t in p.args[-1:] for e in element_types(t, depth - 1)]
     return []
 
 
@@ -112,9 +126,10 @@ def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
 
     Returns the (got, declared) pairs of tensors at the same place (top level,
     tuple items, type arguments of the same class, the tensor alternative of a
-    declared Union, every alternative of a value from two branches), or None
+    declared Optional, every alternative of a value from two branches), or None
     when the two do not line up or a non-tensor part does not fit; mypy then
-    checks the value itself.
+    checks the value itself.  Against a declared Union of several tensors the
+    declared part of a pair is that Union (the value fits any alternative).
     """
     g, w = get_proper_type(got), get_proper_type(want)
     if isinstance(g, (AnyType, UninhabitedType)):
@@ -124,6 +139,9 @@ def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
     if is_tensor(w):
         return [(g, w)] if is_tensor(g) else None
     if isinstance(w, UnionType):
+        tensors = [t for t in union_items(w) if is_tensor(t)]
+        if len(tensors) > 1 and is_tensor(g):  # a layout that depends on a flag: any alternative
+            return [(g, UnionType(tensors))]
         for item in w.items:
             sub = tensor_pairs(g, item)
             if sub is not None:
@@ -186,8 +204,14 @@ def with_signature(sig: CallableType, arg_types: List[Type], ret_type: Type) -> 
     return sig.copy_modified(arg_types=arg_types, ret_type=ret_type)
 
 
-def with_arg_types(sig: CallableType, arg_types: List[Type]) -> CallableType:
-    return sig.copy_modified(arg_types=arg_types)
+def with_arg_types(sig: CallableType, arg_types: List[Type], own_result: bool = False) -> CallableType:
+    """sig with these parameter types; with own_result, its result type is a
+    copy of its own, so that the function hook can tell which item of an
+    overload mypy is trying (it passes the result type object on)."""
+    if not own_result:
+        return sig.copy_modified(arg_types=arg_types)
+    ret = sig.ret_type
+    return sig.copy_modified(arg_types=arg_types, ret_type=copy_type(ret) if isinstance(ret, ProperType) else ret)
 
 
 def tuple_items(typ: Type) -> Optional[List[Type]]:

@@ -45,6 +45,7 @@ from mypy.nodes import (
     CallExpr,
     Expression,
     ForStmt,
+    FuncItem,
     MemberExpr,
     MypyFile,
     NameExpr,
@@ -124,6 +125,12 @@ def _fullname(node: Expression) -> str:
     return node.fullname if isinstance(node, RefExpr) else ""
 
 
+def _checked_copy(fn: FuncItem) -> FuncItem:
+    """The function whose body mypy typed last: fn, or its last expanded copy."""
+    copies = getattr(fn, "expanded", None) or [fn]
+    return copies[-1]
+
+
 # Attributes of mypy nodes that point away from the node's own subtree (definitions,
 # analysed or expanded copies) or hold types rather than expressions.
 _NOT_CHILDREN = frozenset({
@@ -173,6 +180,11 @@ class _Collector:
             self.skip.add(id(node.lvalue))
         elif isinstance(node, ForStmt):
             self.skip.add(id(node.index))
+        elif isinstance(node, FuncItem) and _checked_copy(node) is not node:
+            # A function generic in a type variable with values: mypy typed
+            # its copies (one per value), not its own body; measure the last.
+            self.walk(_checked_copy(node))
+            return
         for name in _children_attrs(type(node)):
             self.walk(getattr(node, name, None))
 

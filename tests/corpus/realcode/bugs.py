@@ -179,6 +179,31 @@ MUTATIONS: Tuple[Mutation, ...] = (
         '    return spmd.all_reduce(partial + bias, "tp", src=P, dst=I)',
         "spmd-op", BIAS_ON_PARTIAL,
     ),
+    # Flag-dependent layouts (issue 13 item 6): the wrong branch of a flag.
+    Mutation(
+        "megatron_sp_norm_weight_not_converted", "megatron_transformer.py",
+        "            return F.layer_norm(x, (self.hidden_size,), weight, bias, self.eps)",
+        "            return F.layer_norm(x, (self.hidden_size,), self.weight, self.bias, self.eps)",
+        "spmd-op", SP_NORM,
+    ),
+    Mutation(
+        "nanotron_rs_mode_norm_weight_not_converted", "nanotron_model.py",
+        '            return normed * spmd.convert(self.weight, "tp", src=I, dst=R)',
+        "            return normed * self.weight",
+        "spmd-op", SP_NORM,
+    ),
+    Mutation(
+        "megatron_sp_row_bias_not_converted", "megatron_layers.py",
+        '            return output_ + spmd.convert(self.bias, "tp", src=I, dst=R), None',
+        "            return output_ + self.bias, None",
+        "spmd-op", SP_NORM,
+    ),
+    Mutation(
+        "megatron_sp_skipped_bias_not_converted", "megatron_transformer.py",
+        '        return output + spmd.convert(bias, "tp", src=I, dst=R)',
+        "        return output + bias",
+        "spmd-op", SP_NORM,
+    ),
     Mutation(
         "titan_rmsnorm_weight_not_converted", "torchtitan_tp.py",
         '        return normed * spmd.convert(self.weight, "tp", src=I, dst=R)',

@@ -98,8 +98,10 @@ class ColumnParallelLinear(nn.Module):
     def forward(self, input_: ColumnInput) -> Tuple[ColumnOutput, Optional[Annotated[Tensor, Spmd(tp=S(0))]]]:
         bias = self.bias if not self.skip_bias_add else None
         if self.sequence_parallel:
+            input_ = spmd.assert_spmd(input_, Spmd(tp=S(0)))
             input_parallel = gather_from_sequence_parallel_region(input_, self.tp_group)
         else:
+            input_ = spmd.assert_spmd(input_, Spmd(tp=I))
             input_parallel = copy_to_tensor_model_parallel_region(input_, self.tp_group)
         output_parallel = F.linear(input_parallel, self.weight, bias)
         if self.gather_output:
@@ -147,8 +149,9 @@ class RowParallelLinear(nn.Module):
 
     def forward(self, input_: RowInput) -> Tuple[RowOutput, Optional[Invariant]]:
         if self.input_is_parallel:
-            input_parallel = input_
+            input_parallel = spmd.assert_spmd(input_, Spmd(tp=S(-1)))
         else:
+            input_ = spmd.assert_spmd(input_, Spmd(tp=I))
             input_parallel = scatter_to_tensor_model_parallel_region(input_, self.tp_group)
         output_parallel = spmd.linear(input_parallel, self.weight, out_partial_axes="tp")
         if self.sequence_parallel:
@@ -158,7 +161,9 @@ class RowParallelLinear(nn.Module):
         if self.skip_bias_add or self.bias is None:
             return output_, self.bias
         if self.sequence_parallel:
+            output_ = spmd.assert_spmd(output_, Spmd(tp=S(0)))
             return output_ + spmd.convert(self.bias, "tp", src=I, dst=R), None
+        output_ = spmd.assert_spmd(output_, Spmd(tp=I))
         return output_ + self.bias, None
 
 

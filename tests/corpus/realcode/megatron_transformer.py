@@ -10,7 +10,7 @@ weight I -> R where it is used, whose backward is that sum.
 from __future__ import annotations
 
 import math
-from typing import Annotated, List, Optional, Union
+from typing import Annotated, List, Optional, TypeVar, Union
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +24,9 @@ from .megatron_mappings import scatter_to_sequence_parallel_region
 from .megatron_vocab import VocabParallelEmbedding, parallel_lm_logits
 from .parallel_state import get_tensor_model_parallel_world_size
 
-Residual = Union[Annotated[Tensor, Spmd(tp=I)], Annotated[Tensor, Spmd(tp=S(0))]]
+# One layout per model, S(0) with sequence_parallel: a type variable with values.
+Residual = TypeVar("Residual", Annotated[Tensor, Spmd(tp=I)], Annotated[Tensor, Spmd(tp=S(0))])
+AnyResidual = Union[Annotated[Tensor, Spmd(tp=I)], Annotated[Tensor, Spmd(tp=S(0))]]
 NormWeight = Annotated[Tensor, Spmd(tp=I)]
 
 
@@ -44,10 +46,24 @@ class SequenceParallelLayerNorm(nn.Module):
 
     def forward(self, x: Residual) -> Residual:
         if self.sequence_parallel:
+            spmd.assert_spmd(x, Spmd(tp=S(0)))
             weight = spmd.convert(self.weight, "tp", src=I, dst=R)
             bias = spmd.convert(self.bias, "tp", src=I, dst=R)
             return F.layer_norm(x, (self.hidden_size,), weight, bias, self.eps)
+        spmd.assert_spmd(x, Spmd(tp=I))
         return F.layer_norm(x, (self.hidden_size,), self.weight, self.bias, self.eps)
+
+
+def add_row_bias(output: Residual, bias: Optional[NormWeight], sequence_parallel: bool) -> Residual:
+    """The bias add a row-parallel layer left to its caller (skip_bias_add); under SP
+    each rank holds only its tokens, so the bias is used through convert(I -> R)."""
+    if bias is None:
+        return output
+    if sequence_parallel:
+        spmd.assert_spmd(output, Spmd(tp=S(0)))
+        return output + spmd.convert(bias, "tp", src=I, dst=R)
+    spmd.assert_spmd(output, Spmd(tp=I))
+    return output + bias
 
 
 class ParallelMLP(nn.Module):
@@ -55,6 +71,7 @@ class ParallelMLP(nn.Module):
 
     def __init__(self, hidden_size: int, ffn_hidden_size: int, sequence_parallel: bool = False) -> None:
         super().__init__()
+        self.sequence_parallel = sequence_parallel
         self.linear_fc1 = ColumnParallelLinear(
             hidden_size, ffn_hidden_size, gather_output=False, skip_bias_add=True,
             sequence_parallel=sequence_parallel,
@@ -66,13 +83,13 @@ class ParallelMLP(nn.Module):
 
     def forward(self, hidden_states: Residual) -> Residual:
         intermediate, bias_parallel = self.linear_fc1(hidden_states)
+        intermediate = spmd.assert_spmd(intermediate, Spmd(tp=S(-1)))  # gather_output=False
         if bias_parallel is not None:
             intermediate = intermediate + bias_parallel
         intermediate = F.gelu(intermediate)
         output, output_bias = self.linear_fc2(intermediate)
-        if output_bias is not None:
-            output = output + output_bias
-        return output
+        output = spmd.assert_like(output, hidden_states)
+        return add_row_bias(output, output_bias, self.sequence_parallel)
 
 
 class CoreAttention(nn.Module):
@@ -109,6 +126,7 @@ class ParallelAttention(nn.Module):
         world_size = get_tensor_model_parallel_world_size()
         self.head_dim = divide(hidden_size, num_heads)
         self.num_heads_per_partition = divide(num_heads, world_size)
+        self.sequence_parallel = sequence_parallel
         self.linear_qkv = ColumnParallelLinear(
             hidden_size, 3 * hidden_size, gather_output=False, sequence_parallel=sequence_parallel
         )
@@ -120,14 +138,14 @@ class ParallelAttention(nn.Module):
 
     def forward(self, hidden_states: Residual) -> Residual:
         mixed_qkv, _ = self.linear_qkv(hidden_states)
+        mixed_qkv = spmd.assert_spmd(mixed_qkv, Spmd(tp=S(-1)))  # gather_output=False
         seq, batch, _ = mixed_qkv.shape
         mixed_qkv = mixed_qkv.view(seq, batch, self.num_heads_per_partition, 3 * self.head_dim)
         query, key, value = torch.split(mixed_qkv, self.head_dim, dim=3)
         context = self.core_attention(query, key, value)
         output, bias = self.linear_proj(context)
-        if bias is not None:
-            output = output + bias
-        return output
+        output = spmd.assert_like(output, hidden_states)
+        return add_row_bias(output, bias, self.sequence_parallel)
 
 
 class TransformerLayer(nn.Module):
@@ -164,14 +182,17 @@ class GPTModel(nn.Module):
         self, input_ids: Annotated[Tensor, Spmd(tp=I, nograd=True)]
     ) -> Annotated[Tensor, Spmd(tp=S(-1))]:
         embeddings = self.embedding(input_ids)  # [s, b, h]
-        hidden: Residual = embeddings
+        hidden: AnyResidual = embeddings
         if self.sequence_parallel:
             hidden = scatter_to_sequence_parallel_region(embeddings)
         for layer in self.layers:
             hidden = layer(hidden)
         hidden = self.final_layernorm(hidden)
         if self.sequence_parallel:
+            hidden = spmd.assert_spmd(hidden, Spmd(tp=S(0)))
             hidden = spmd.all_gather(hidden, "tp", src=S(0), dst=I)
+        else:
+            hidden = spmd.assert_spmd(hidden, Spmd(tp=I))
         return parallel_lm_logits(hidden, self.embedding.weight)
 
 

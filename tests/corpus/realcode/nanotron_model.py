@@ -8,7 +8,7 @@ convert(I -> R) because each rank sees only its tokens.
 
 from __future__ import annotations
 
-from typing import Annotated, Optional, Union
+from typing import Annotated, Optional, TypeVar, Union
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +26,9 @@ from .nanotron_tp import (
     TpGroup,
 )
 
-Stream = Union[Annotated[Tensor, Spmd(tp=I)], Annotated[Tensor, Spmd(tp=S(0))]]
+# One layout per model, chosen by the TP mode: a type variable with values.
+Stream = TypeVar("Stream", Annotated[Tensor, Spmd(tp=I)], Annotated[Tensor, Spmd(tp=S(0))])
+AnyStream = Union[Annotated[Tensor, Spmd(tp=I)], Annotated[Tensor, Spmd(tp=S(0))]]
 Local = Annotated[Tensor, Spmd(tp=S(-1))]
 
 
@@ -45,7 +47,9 @@ class TritonRMSNorm(nn.Module):
         variance = hidden_states.pow(2).mean(-1, keepdim=True)
         normed = hidden_states * torch.rsqrt(variance + self.eps)
         if self.mode is TensorParallelLinearMode.REDUCE_SCATTER:
+            spmd.assert_spmd(hidden_states, Spmd(tp=S(0)))
             return normed * spmd.convert(self.weight, "tp", src=I, dst=R)
+        spmd.assert_spmd(hidden_states, Spmd(tp=I))
         return normed * self.weight
 
 
@@ -66,7 +70,7 @@ class MLP(nn.Module):
 
     def forward(self, hidden_states: Stream) -> Stream:
         merged_states = self.gate_up_proj(hidden_states)
-        hidden_states = self.down_proj(self.split_silu_mul(merged_states))
+        hidden_states = spmd.assert_like(self.down_proj(self.split_silu_mul(merged_states)), hidden_states)
         return hidden_states
 
 
@@ -92,7 +96,7 @@ class CausalSelfAttention(nn.Module):
             query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), is_causal=True
         )
         attn = attn.transpose(1, 2).reshape(batch_size * seq, self.local_heads * self.head_dim)
-        return self.o_proj(attn)
+        return spmd.assert_like(self.o_proj(attn), hidden_states)
 
 
 class LlamaDecoderLayer(nn.Module):
@@ -133,7 +137,7 @@ class LlamaModel(nn.Module):
     def forward(self, input_ids: Annotated[Tensor, Spmd(tp=I, nograd=True)]) -> Local:
         batch_size, seq = input_ids.shape
         embeds = self.token_embedding(input_ids.view(-1))  # [batch * seq, hidden]
-        hidden_states: Stream = embeds
+        hidden_states: AnyStream = embeds
         if self.tp_mode is TensorParallelLinearMode.REDUCE_SCATTER:
             hidden_states = spmd.convert(embeds, self.tp_pg, src=I, dst=S(0))
         for layer in self.decoder:
