@@ -76,7 +76,7 @@ def reduce_op(ctx: Any, x: Any, dst: AxisType, axes: Sequence[str]) -> Optional[
             f"the rank holding the {written} affects it, so the gradients would be wrong. Reduce a "
             f"value without gradient (the vocab-parallel cross-entropy's logits {written} is a "
             f"constant shift). Hint: spmd.all_reduce({name}.detach(), {axis!r}, src=P, dst={dst}, "
-            f"op={written!r})",
+            f"op={written!r}) in place of this call",
             ctx.context,
             code=SPMD_COLLECTIVE,
         )

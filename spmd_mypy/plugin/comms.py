@@ -227,6 +227,8 @@ def asserted_type(
     if actual is not None:
         for a, got, want in mismatches(actual, asserted):
             fix = fix_call(got, want, a, _mypy.expr_text(x[0]))
+            if fix and alternatives:  # one alternative of a value from branches
+                fix = f"in the branch where {_mypy.expr_text(x[0])} is {got}, {fix}"
             ctx.api.fail(
                 f"{label} on axis {a!r}: {_mypy.expr_text(x[0])} is {got}, not {want}; "
                 f"{mismatch_consequence(got, want, a)}" + (f". Hint: {fix}" if fix else "") + suffix,

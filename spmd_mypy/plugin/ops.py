@@ -87,6 +87,13 @@ def _fix(
     return fix_call(P, want, axis, on_axis[i][0]) or "", fixed
 
 
+def _declared_partial(ctx: Any, axis: str) -> bool:
+    """The op's value goes where P is declared on `axis` (a return or an annotated assignment)."""
+    declared = _mypy.type_context(ctx.api)
+    spmd = spmd_of(declared) if declared is not None else None
+    return spmd is not None and spmd.axis_type(axis) is P
+
+
 def _kind_of(t: object) -> Optional[str]:
     """local_kind of an operand's type on one axis (None for a scalar or unknown)."""
     return local_kind(t) if isinstance(t, (LocalType, Shard)) else None
@@ -258,6 +265,11 @@ def _infer_typed(
         except OpRuleError as err:
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
             hint, fixed = _fix(err, axis, on_axis, nograd, cls)
+            if cls == LINEAR and err.code == "partial-mixed" and _declared_partial(ctx, axis):
+                # `return out + bias` where P is declared: the sum is meant to
+                # stay pending, so the other terms belong after its reduction.
+                others = [text for text, t in on_axis if isinstance(t, (LocalType, Shard)) and t is not P]
+                hint = f"add {' and '.join(others)} after the reduction of this sum (the declared result is P on {axis!r})"
             message = f"{display_name(name, namespace)} on axis {axis!r} ({found}): {err}" + (
                 f". Hint: {hint}" if hint else ""
             )

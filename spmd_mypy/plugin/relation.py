@@ -29,8 +29,11 @@ from .layout_vars import Argument, bound_parameters, problems, solve
 
 
 def report_arg(
-    api: Any, expr: Any, got: Spmd, want: Spmd, what: str, code: _mypy.ErrorCode = SPMD_ARG
+    api: Any, expr: Any, got: Spmd, want: Spmd, what: str, code: _mypy.ErrorCode = SPMD_ARG,
+    branch: bool = False,
 ) -> None:
+    """`branch`: `got` is one alternative of a value from branches, whose fix
+    belongs in the branch that gives it (said in words, not as a call here)."""
     if got is want or got == want:
         return  # the common case, and never an error
     name = _mypy.expr_text(expr)
@@ -59,6 +62,8 @@ def report_arg(
         )
     for axis, g, w in mismatches(got, want):
         fix = fix_call(g, w, axis, name)
+        if fix and branch:
+            fix = f"in the branch where {name} is {g}, {fix}"
         api.fail(
             f"{what} is {g} on axis {axis!r} where {w} is expected: "
             f"{mismatch_consequence(g, w, axis)}" + (f". Hint: {fix}" if fix else ""),
@@ -73,7 +78,8 @@ Wants = Tuple[Spmd, ...]
 
 
 def report_against(
-    api: Any, expr: Any, got: Spmd, wants: Wants, what: str, code: _mypy.ErrorCode = SPMD_ARG
+    api: Any, expr: Any, got: Spmd, wants: Wants, what: str, code: _mypy.ErrorCode = SPMD_ARG,
+    branch: bool = False,
 ) -> None:
     """report_arg against a declared Union: a value fits when it fits one
     alternative (each alternative of a value from branches is checked on its
@@ -84,7 +90,7 @@ def report_against(
             return
         wants = (wants[counts.index(min(counts))],)
     if wants:
-        report_arg(api, expr, got, wants[0], what, code)
+        report_arg(api, expr, got, wants[0], what, code, branch)
 
 
 def wants_of(declared: _mypy.Type) -> Optional[Wants]:
@@ -119,11 +125,12 @@ def _check_argument(api: Any, expr: Any, typ: _mypy.Type, want: Wants, label: st
     items = _mypy.display_items(expr)
     pairs = [(item, _mypy.typed_before(api, item)) for item in items] if items is not None else [(expr, typ)]
     for item, item_type in pairs:
+        branch = _mypy.union_alternatives(item_type) is not None  # a value from branches
         for t in _mypy.element_types(item_type):
             got = spmd_of(t)
             held.append(got)
             if got is not None:
-                report_against(api, item, got, want, label)
+                report_against(api, item, got, want, label, branch=branch)
     return held
 
 
@@ -342,7 +349,7 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
         for got in alternatives:
             held.append(got)
             if got is not None:
-                report_against(ctx.api, expr, got, want, label)
+                report_against(ctx.api, expr, got, want, label, branch=len(alternatives) > 1)
     returns = _chosen_returns(ctx, fwd, chosen, callee) if fwd.variables else [fwd.ret_type]
     if not returns or not any(spmd_of(t) is not None for r in returns for t in _mypy.element_types(r)):
         return unknown_in_spmd_file(ctx, fwd.ret_type)  # an unannotated forward (nn.Linear)

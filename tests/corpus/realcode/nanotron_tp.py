@@ -139,9 +139,9 @@ def column_linear(
     group: TpGroup, tp_mode: TensorParallelLinearMode,
 ) -> Sharded:
     if tp_mode is TensorParallelLinearMode.ALL_REDUCE:
-        full = spmd.convert(input, group, src=I, dst=R)
+        full = spmd.convert(spmd.assert_spmd(input, Spmd(tp=I)), group, src=I, dst=R)  # this mode's stream
     else:
-        full = spmd.all_gather(input, group, src=S(0), dst=R)
+        full = spmd.all_gather(spmd.assert_spmd(input, Spmd(tp=S(0))), group, src=S(0), dst=R)
     return F.linear(full, weight, bias)
 
 
