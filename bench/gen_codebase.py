@@ -85,9 +85,9 @@ def copy_to_tp(x: HiddenIn) -> Hidden:
     return spmd.convert(x, "tp", src=I, dst=R)
 
 
-def reduce_from_tp(x: Local) -> Hidden:
+def reduce_from_tp(x: PartialTp) -> Hidden:
     """Leave a row-parallel region: the ranks' addends summed."""
-    return spmd.all_reduce(spmd.reinterpret(x, "tp", src=V, dst=P), "tp", src=P, dst=R)
+    return spmd.all_reduce(x, "tp", src=P, dst=R)
 
 
 def gather_sequence(x: SeqShard) -> Hidden:
@@ -208,10 +208,10 @@ class RowParallelLinear{k}(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_out))
 
     def forward(self, h: Local) -> Hidden:
-        return reduce_from_tp(F.linear(h, self.weight)) + self.bias
+        return reduce_from_tp(spmd.linear(h, self.weight, out_partial_axes="tp")) + self.bias
 
     def forward_partial(self, h: Local) -> PartialTp:
-        return partial_from_local(F.linear(h, self.weight))
+        return spmd.linear(h, self.weight, out_partial_axes="tp")
 
 
 class SequenceNorm{k}(nn.Module):

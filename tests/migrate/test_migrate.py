@@ -133,6 +133,12 @@ def _mypy_ini(cache: Path) -> str:
             "allow_redefinition = True",
             "show_error_codes = True",
             f"cache_dir = {cache / 'cache'}",
+            # The nanotron-style program passes plain ProcessGroups; naming them as
+            # axes (spmd.Axis, README "Process groups as mesh axes") is the user's
+            # next edit, which the codemod does not make: its group calls are
+            # spmd-group errors until then, and not what this test checks.
+            "[mypy-nanotron_mlp]",
+            "disable_error_code = spmd-group",
             "[mypy-spmd_mypy.*]",
             "follow_imports = silent",
             "",
