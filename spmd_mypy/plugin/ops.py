@@ -325,10 +325,7 @@ def _rest(cls: str, ops: List[Operand], nograd: List[bool], n_product: int) -> O
     types = [(R if o.spec is not None else o.rest) if isinstance(o, Spmd) else o for _, o in ops]
     if any(t is None for t in types):
         return None
-    try:
-        return _combine(cls, types, nograd, n_product)
-    except OpRuleError:
-        return None
+    return _combined_or_none(cls, types, nograd, n_product)
 
 
 def _asks_for_grad(ctx: Any) -> bool:
