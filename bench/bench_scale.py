@@ -1,9 +1,10 @@
 """mypy with the spmd_mypy plugin vs without, on a generated 20,000-line training codebase.
 
 The codebase comes from bench/gen_codebase.py (package `trainer`: shared
-types and collectives helpers, then units of tensor-parallel layers,
-expert-parallel MoE, a model and training steps, each unit importing the
-previous one).  Each side ("with", "without") gets its own copy of the files,
+types and collectives helpers, one hand-written unit of tensor-parallel
+layers, expert-parallel MoE, a model and training steps, then distinct
+generated modules from bench/gen_distinct.py, no two functions alike, so no
+memo answers for repeated code).  Each side ("with", "without") gets its own copy of the files,
 its own cache dir and a config that differs only by the
 `plugins = spmd_mypy.plugin` line.
 
@@ -17,7 +18,9 @@ with --together the two runs of a round start at the same instant, one per core)
            every run, so the time is mostly checking the codebase; a
            least-squares line time = a + b * lines per side, its
            R^2, the marginal cost per 1,000 lines between sizes,
-           and the with/without ratio at each size                target: linear
+           and the with/without ratio at each size                target: linear;
+           the ratio (the plugin's cost on the user's own code)   <= 1.15 at every
+                                                                  size, and flat
            (verdict "linear": R^2 >= 0.95 and the last step's
            marginal cost at most 1.25x the fitted slope)
 
@@ -61,6 +64,8 @@ from _stats import bootstrap_median_ci, bootstrap_ratio_ci  # noqa: E402
 import gen_codebase  # noqa: E402
 
 TARGET = 1.10
+USER_TARGET = 1.15  # the user's own code, torch cached (scaling mode), at every size
+FLAT = 0.05  # "flat in size": the ratio at the largest size at most this above the smallest's
 PROBE = '''\
 from typing import Annotated
 import torch.nn.functional as F
@@ -232,7 +237,7 @@ def scaling(args: argparse.Namespace, root: Path, sizes: List[int]) -> dict:
         for name in SIDES:  # fill torch's cache, untimed
             _check(run_mypy(sides[name]), f"scaling warm-up {n} ({name})")
         data = measure(args, sides, "code", args.scaling_rounds)
-        row = summarize(f"{lines} lines", data, None)
+        row = summarize(f"{lines} lines", data, USER_TARGET)
         row["lines"] = lines
         per_size.append(row)
         log(args, f"  scaling {lines} lines: with {row['with_s']:.2f} s, without {row['without_s']:.2f} s")
@@ -346,6 +351,15 @@ def print_report(rows: List[dict], scale: Optional[dict]) -> None:
         f"(R^2 >= 0.95, and the marginal cost of the last step at most 1.25x the fitted slope)"
     )
     scale["verdict"] = "linear" if linear else "not clearly linear"
+    ratios = [r["ratio"] for r in scale["sizes"]]
+    flat = ratios[-1] - ratios[0] <= FLAT
+    within = all(x <= USER_TARGET for x in ratios)
+    print(
+        f"user code, torch cached: with / without {', '.join(f'{x:.3f}' for x in ratios)} at the sizes above;"
+        f" target <= {USER_TARGET} at every size: {'ok' if within else 'ABOVE'};"
+        f" flat in size (largest minus smallest <= {FLAT}): {'ok' if flat else 'NO, it grows'}"
+    )
+    scale["user_code_verdict"] = ("ok" if within else "ABOVE") + (", flat" if flat else ", grows")
 
 
 def _now() -> str:

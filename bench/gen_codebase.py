@@ -8,17 +8,21 @@ axes dp (data), tp (tensor) and ep (expert):
   trainer/comm.py            region helpers: copy-to / reduce-from / gather / scatter
   trainer/utils.py           gradient sync, ZeRO-style sharded update, norms
   trainer/loss.py            vocab-parallel cross-entropy, token-mean loss
-  trainer/layers_<k>.py      column/row-parallel linears, sequence-parallel norm,
-                             attention and MLP (each imports types, comm, and
-                             the previous layers module)
-  trainer/moe_<k>.py         expert-parallel MoE: router, all-to-all dispatch,
+  trainer/layers_0.py        column/row-parallel linears, sequence-parallel norm,
+                             attention and MLP
+  trainer/moe_0.py           expert-parallel MoE: router, all-to-all dispatch,
                              experts, combine
-  trainer/model_<k>.py       transformer blocks from layers_<k> and moe_<k>
-  trainer/train_<k>.py       training steps: forward, loss, backward, grad sync
+  trainer/model_0.py         transformer blocks from layers_0 and moe_0
+  trainer/train_0.py         training steps: forward, loss, backward, grad sync
+  trainer/gen_<k>.py         distinct generated modules (bench/gen_distinct.py):
+                             functions and nn.Modules with their own types,
+                             op chains, collectives, loops and branches, each
+                             calling into a random few of the earlier modules
 
-Units (layers, moe, model, train) repeat with their own names until the
-line count reaches the target; each unit imports the previous unit's layers
-module, so the import graph is a chain plus the shared modules.
+The four hand-written modules appear once; everything past them is drawn
+afresh per module (seed = its number), until the line count reaches the
+target.  Earlier versions repeated the unit with new names, so the plugin's
+memo caches answered most of a large codebase and flattered its time.
 
 Every module type-checks with mypy and the spmd_mypy plugin with zero errors
 (tests/test_scale_smoke.py checks a 1,000-line codebase), and without the
@@ -30,8 +34,12 @@ plugin (same files).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_distinct  # noqa: E402
 
 PACKAGE = "trainer"
 
@@ -179,7 +187,6 @@ def z_loss(logits: Logits, weight: float) -> TokenLoss:
 LAYERS = _HEAD.format(doc="Tensor-parallel layers, unit {k}") + '''
 from .comm import copy_to_tp, gather_sequence, partial_from_local, reduce_from_tp, scatter_sequence
 from .types import ColWeight, Hidden, HiddenIn, Invariant, Local, PartialTp, Replicated, RowWeight, SeqShard
-{import_prev}
 
 class ColumnParallelLinear{k}(nn.Module):
     """Output features split over tp: replicated input, local output."""
@@ -301,14 +308,6 @@ def stack_blocks{k}(blocks: List[Block{k}], x: SeqShard, scale: float) -> SeqSha
     for block in blocks:
         x = block(x, scale)
     return x
-{chain}'''
-
-# the link to the previous unit (k > 0)
-_CHAIN = '''
-
-def chained{k}(prev: {prev}.Block{p}, block: Block{k}, x: SeqShard, scale: float) -> SeqShard:
-    """Two units' blocks in sequence: the previous unit feeds this one."""
-    return block(prev(x, scale), scale)
 '''
 
 MOE = _HEAD.format(doc="Expert-parallel mixture of experts, unit {k}") + '''
@@ -471,7 +470,7 @@ def run{k}(model: Transformer{k}, batches: List[Tuple[Tensor, Tensor, Tensor]], 
 _ACTS = ("gelu", "silu", "relu")
 
 
-def generate(lines: int) -> Dict[str, str]:
+def generate(lines: int, seed: int = 0) -> Dict[str, str]:
     """Files of the codebase (path relative to its root -> text), about `lines` lines in all."""
     files: Dict[str, str] = {
         f"{PACKAGE}/__init__.py": '"""A generated training codebase (bench/gen_codebase.py)."""\n',
@@ -481,18 +480,16 @@ def generate(lines: int) -> Dict[str, str]:
         f"{PACKAGE}/loss.py": LOSS,
     }
     k = 0
+    files[f"{PACKAGE}/layers_{k}.py"] = LAYERS.format(k=k, act=_ACTS[0])
+    files[f"{PACKAGE}/moe_{k}.py"] = MOE.format(k=k, act=_ACTS[0])
+    files[f"{PACKAGE}/model_{k}.py"] = MODEL.format(k=k)
+    files[f"{PACKAGE}/train_{k}.py"] = TRAIN.format(k=k)
+    earlier: Dict[str, List[gen_distinct.Sig]] = {}
     while count_lines(files) < lines:
-        act = _ACTS[k % len(_ACTS)]
-        if k:
-            import_prev = f"from . import layers_{k - 1}\n"
-            chain = _CHAIN.format(k=k, p=k - 1, prev=f"layers_{k - 1}")
-        else:
-            import_prev, chain = "", ""
-        files[f"{PACKAGE}/layers_{k}.py"] = LAYERS.format(k=k, act=act, import_prev=import_prev, chain=chain)
-        files[f"{PACKAGE}/moe_{k}.py"] = MOE.format(k=k, act=act)
-        files[f"{PACKAGE}/model_{k}.py"] = MODEL.format(k=k)
-        files[f"{PACKAGE}/train_{k}.py"] = TRAIN.format(k=k)
-        k += 1
+        name = f"gen_{len(earlier)}"
+        text, sigs = gen_distinct.module(seed + len(earlier), name, PACKAGE, earlier)
+        files[f"{PACKAGE}/{name}.py"] = text
+        earlier[name] = sigs
     return files
 
 
