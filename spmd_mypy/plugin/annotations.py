@@ -463,7 +463,7 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
             raise AnnotationError(f'name "{name}" is not defined', meta.line)
         if found is not None:
             raise AnnotationError("two Spmd(...) in one annotation; keep one", meta.line)
-        found = _decode_call(expr, lookup, meta.line)
+        found = _decode_call_memo(expr, lookup, meta.line)
     if found is not None and not found.axes and found.spec is None:
         raise AnnotationError("Spmd() names no mesh axis; give each axis its type, e.g. Spmd(tp=V)", meta.line)
     if found is not None and meta.misplaced:
@@ -480,6 +480,32 @@ def _lookup_name(name: str, lookup: Lookup) -> Optional[str]:
         return lookup(name) if name else None
     except Exception:
         return None
+
+
+# id(call) -> (call, the names its decoding looked up with what they were, the
+# Spmd).  An annotation's text is parsed once per codebase (_snippet), so the
+# same `Spmd(...)` node comes back for every place that writes it; the names
+# are looked up again, and the answer reused while they mean the same.
+_DECODED: Dict[int, Tuple[ast.Call, Tuple[Tuple[str, Optional[str]], ...], Spmd]] = {}
+_MAX_DECODED = 65536
+
+
+def _decode_call_memo(call: ast.Call, lookup: Lookup, line: int) -> Spmd:
+    hit = _DECODED.get(id(call))
+    if hit is not None and hit[0] is call and all(lookup(n) == full for n, full in hit[1]):
+        return hit[2]
+    seen: List[Tuple[str, Optional[str]]] = []
+
+    def recording(name: str) -> Optional[str]:
+        full = lookup(name)
+        seen.append((name, full))
+        return full
+
+    found = _decode_call(call, recording, line)
+    if len(_DECODED) >= _MAX_DECODED:
+        _DECODED.clear()
+    _DECODED[id(call)] = (call, tuple(seen), found)
+    return found
 
 
 def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:

@@ -50,7 +50,7 @@ def operands(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, List[object
             items = _mypy.display_items(expr)
             if items is not None:
                 for item in items:
-                    t = _mypy.expression_type(ctx.api, item)
+                    t = _mypy.typed_before(ctx.api, item)
                     if _mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None:
                         ops.append((_mypy.expr_text(item), candidates(t)))
             else:

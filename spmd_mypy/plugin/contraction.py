@@ -13,7 +13,7 @@ pending sum the ranks really hold.
 
 from __future__ import annotations
 
-from typing import Any, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..vocab.contractions import CONTRACTIONS, EINSUM, ONE_CALL, partial_operands
 from ..vocab.localtype import AxisType, P, V
@@ -36,12 +36,31 @@ def is_product(name: str) -> bool:
     return name in CONTRACTIONS or name in EINSUM
 
 
-class Site(NamedTuple):
-    """What a product call's context says: its einsum equation, the axes the
-    code declares partial (ANY_AXIS: all)."""
+class Site:
+    """What a product call's context says: its einsum equation, and the axes
+    the code declares partial (ANY_AXIS: all).  The declared axes are read
+    only when a contraction is found sharded (`exempt`): they need the
+    function's next uses (_mypy.declared_partial), and most products in
+    clean code contract no sharded dim.  `consulted` says whether they were
+    read, so a result that depended on them is not memoised by operand types
+    alone (ops._infer_one)."""
 
-    equation: Optional[str]
-    exempt: FrozenSet[str]
+    __slots__ = ("equation", "_ctx", "_exempt")
+
+    def __init__(self, ctx: Any, equation: Optional[str]) -> None:
+        self.equation = equation
+        self._ctx = ctx
+        self._exempt: Optional[FrozenSet[str]] = None
+
+    @property
+    def consulted(self) -> bool:
+        return self._exempt is not None
+
+    @property
+    def exempt(self) -> FrozenSet[str]:
+        if self._exempt is None:
+            self._exempt = _declared_exempt(self._ctx)
+        return self._exempt
 
 
 def _local_type(expr: Any) -> object:
@@ -69,18 +88,24 @@ def _reads(call: Any) -> Optional[Tuple[Any, FrozenSet[str]]]:
 
 
 def site(ctx: Any, name: str) -> Site:
-    where = _mypy.span(ctx.context)
-    exempt = _mypy.declared_partial(ctx.api, _reads).get(where, frozenset()) if where is not None else frozenset()
-    declared = one_arg(ctx, "out_partial_axes")  # spmd.matmul/linear/einsum
-    if declared is not None:
-        one = _mypy.str_value(declared[0])
-        axes = (one,) if one is not None else _mypy.str_tuple(declared[0])
-        exempt = exempt | (frozenset(axes) if axes is not None else frozenset({ANY_AXIS}))
     equation = None
     if name in EINSUM:
         first = next(iter(_mypy.call_args(ctx)), None)
         equation = _mypy.str_value(first[1]) if first is not None else None
-    return Site(equation, exempt)
+    return Site(ctx, equation)
+
+
+def _declared_exempt(ctx: Any) -> FrozenSet[str]:
+    """The axes the code declares partial for the product at ctx: a
+    reinterpret(V -> P) of it, or out_partial_axes= of spmd.matmul/linear/einsum."""
+    where = _mypy.span(ctx.context)
+    exempt = _mypy.declared_partial(ctx.api, _reads).get(where, frozenset()) if where is not None else frozenset()
+    declared = one_arg(ctx, "out_partial_axes")
+    if declared is not None:
+        one = _mypy.str_value(declared[0])
+        axes = (one,) if one is not None else _mypy.str_tuple(declared[0])
+        exempt = exempt | (frozenset(axes) if axes is not None else frozenset({ANY_AXIS}))
+    return exempt
 
 
 def violation(
@@ -88,14 +113,12 @@ def violation(
 ) -> Optional[str]:
     """The error message when the product is an undeclared pending sum on
     `axis`; `product`: the product operands (text, type) in source order."""
-    if axis in where.exempt or ANY_AXIS in where.exempt:
-        return None
     on_axis: List[Tuple[Optional[AxisType], Optional[int]]] = []
     for _, o in product:
         t = o.axis_type(axis) if isinstance(o, Spmd) else None
         on_axis.append((t, o.ndim if isinstance(o, Spmd) else None))
     flagged = partial_operands(name, on_axis, where.equation)
-    if flagged is None:
+    if flagged is None or axis in where.exempt or ANY_AXIS in where.exempt:
         return None
     found = ", ".join(f"{product[k][0]} is {on_axis[k][0]}" for k in flagged)
     varying = any(on_axis[k][0] is V for k in flagged)

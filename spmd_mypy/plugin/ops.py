@@ -19,6 +19,7 @@ from ..vocab.contractions import TRANSPOSES, transposed_dim
 from ..vocab.localtype import I, P, R, V, AxisType, LocalType, Shard, grad_type, local_kind
 from ..vocab.opclasses import (
     ASSIGN,
+    DTYPE_CASTS,
     DIVIDE,
     FACTORY,
     LINEAR,
@@ -238,11 +239,12 @@ def _infer_one(
     if cls == FACTORY:
         return _infer_typed(ctx, name, cls, namespace, ops, n_product, report)[0]
     product = contraction.site(ctx, name) if contraction.is_product(name) else None
-    key = (name, cls, namespace, n_product, tuple(o for _, o in ops), product)
+    key = (name, cls, namespace, n_product, tuple(o for _, o in ops), product and product.equation)
     if key in _INFERRED:
         return _INFERRED[key]
     result, failed = _infer_typed(ctx, name, cls, namespace, ops, n_product, report, product)
-    if not failed and len(_INFERRED) < _MAX_INFERRED:
+    # a result that the declared partial axes decided holds for this call only
+    if not failed and not (product is not None and product.consulted) and len(_INFERRED) < _MAX_INFERRED:
         _INFERRED[key] = result
     return result
 
@@ -376,7 +378,7 @@ def op_hook(
         refined = refine(ctx, name, cls, namespace, receiver) if refine is not None else None
         if refined is not None:
             return typed_result(ctx, refined[0], True)
-        op_cls = cast_class(name, _dtype_written(ctx), cls) if receiver else cls
+        op_cls = cast_class(name, _dtype_written(ctx), cls) if receiver and name in DTYPE_CASTS else cls
         spmd = infer_all(ctx, name, op_cls, namespace, receiver)
         if op_cls is NONLINEAR and op_cls is not cls and isinstance(spmd, Spmd):
             spmd = Spmd.of(spmd.axes, spmd.spec, True, spmd.rest)  # an integer result: no gradient

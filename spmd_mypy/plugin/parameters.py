@@ -63,6 +63,8 @@ def _read(ctx: Any, name: str) -> _mypy.Type:
     value = _mypy.written_value(ctx.api, ctx.context)
     if value is None or _mypy.attribute_write_type(ctx, name) is None:
         return declared
+    if _mypy.plain_tensor_call(value):
+        return present
     written = _mypy.quietly_typed(ctx.api, value)
     if _mypy.is_tensor(written) and _mypy.carried(written) is None:
         return present  # a plain tensor (nn.Parameter): present from now on
@@ -74,7 +76,7 @@ def _check_written_value(ctx: Any, name: str) -> None:
     the attribute's, per axis, as an annotated assignment must; a plain
     Tensor (`nn.Parameter(...)`) holds none yet and fits."""
     value = _mypy.written_value(ctx.api, ctx.context)
-    if value is None:
+    if value is None or _mypy.plain_tensor_call(value):
         return
     pairs = _mypy.tensor_pairs(_mypy.quietly_typed(ctx.api, value), ctx.default_attr_type)
     for got_t, want_t in pairs or ():

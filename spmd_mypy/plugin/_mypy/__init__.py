@@ -160,7 +160,7 @@ from .spmd_types_tree import dict_entries, enum_value, is_process_group, literal
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
-from .writes import quietly_typed, written_value
+from .writes import plain_tensor_call, quietly_typed, written_value
 
 __all__ = [
     # mypy's own types the plugin names
@@ -307,6 +307,7 @@ __all__ = [
     "type_arguments",
     "literal_bool",
     # writes
+    "plain_tensor_call",
     "quietly_typed",
     "written_value",
     # typevars

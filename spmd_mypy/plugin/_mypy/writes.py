@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 
 from mypy.nodes import (
     AssignmentStmt,
+    CallExpr,
     ClassDef,
     Context,
     Decorator,
@@ -14,6 +15,7 @@ from mypy.nodes import (
     FuncDef,
     MemberExpr,
     OverloadedFuncDef,
+    RefExpr,
     Statement,
 )
 from mypy.types import Type
@@ -68,6 +70,20 @@ def written_value(api: Any, lvalue: Context) -> Optional[Expression]:
         _index_member_assignments(tree.defs, _WRITTEN.values)
         _WRITTEN.owner = owner
     return _WRITTEN.values.get(id(lvalue))
+
+
+# Calls whose result is a plain tensor whatever their arguments: a write of
+# one holds no SPMD type yet, known without typing the value ahead.
+_PLAIN_TENSOR_CALLS = frozenset({"torch.nn.parameter.Parameter"})
+
+
+def plain_tensor_call(expr: Expression) -> bool:
+    """`nn.Parameter(...)`: the value of most attribute writes in __init__."""
+    return (
+        isinstance(expr, CallExpr)
+        and isinstance(expr.callee, RefExpr)
+        and expr.callee.fullname in _PLAIN_TENSOR_CALLS
+    )
 
 
 def quietly_typed(api: Any, expr: Expression) -> Type:
