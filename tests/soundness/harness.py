@@ -1,10 +1,13 @@
 """Check programs with mypy (one batched run) and run them on simulated ranks.
 
+`draw_distinct` draws a deterministic sample of distinct programs from a
+hypothesis strategy (every differential test starts there).
 `check_programs` writes one module per program and runs mypy once over all
 of them (mypy_batch.py).  `judge` runs one program forward and backward on 4
 simulated ranks (fake process group + LocalTensorMode) and holds the result
 against the meaning defined in meaning.py.  `tally` does both for a sample
-and counts the verdicts.
+and counts the verdicts (with another `judge` for programs run once per
+flag assignment).
 """
 
 from __future__ import annotations
@@ -13,15 +16,46 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import torch
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
 from torch import Tensor
 
 from . import meaning as M
 from .mypy_batch import MypyReport, check_batch
 from .programs import Program
 from .regressions import known_finding
+
+# -- drawing a sample --------------------------------------------------------------------------
+
+
+def draw_distinct(strategy: "st.SearchStrategy[Any]", n: int, seed_value: int = 0) -> List[Any]:
+    """n programs with distinct sources, the same for the same seed (the
+    suite's fixed sample is seed 0); generation only, no shrinking."""
+    drawn: List[Any] = []
+
+    @settings(
+        max_examples=2 * n,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def collect(p: Any) -> None:
+        drawn.append(p)
+
+    seed(seed_value)(collect)()
+    seen, out = set(), []
+    for p in drawn:
+        src = p.source()
+        if src not in seen:
+            seen.add(src)
+            out.append(p)
+    return out[:n]
+
 
 # -- running one program ---------------------------------------------------------------------
 
@@ -177,8 +211,16 @@ def check_programs(named: Mapping[str, Program], workdir: Path, cache_dir: Path)
     return check_batch({k: p.source() for k, p in named.items()}, workdir, cache_dir)
 
 
-def tally(named: Mapping[str, Program], report: MypyReport, mesh: Any, run_rejected: bool = True) -> Tally:
-    """Run every program on the ranks and count the verdicts."""
+Judge = Callable[[Any, int, Any], Outcome]
+
+
+def tally(
+    named: Mapping[str, Program], report: MypyReport, mesh: Any, run_rejected: bool = True,
+    judge_one: Optional[Judge] = None,
+) -> Tally:
+    """Run every program on the ranks and count the verdicts (`judge_one`:
+    how one program is judged, `judge` unless given)."""
+    judge_one = judge_one or judge
     out = Tally(generated=len(named))
     for i, (key, p) in enumerate(named.items()):
         errs = report.errors.get(key, [])
@@ -190,10 +232,10 @@ def tally(named: Mapping[str, Program], report: MypyReport, mesh: Any, run_rejec
             for _, code, _ in errs:
                 out.reject_codes[code or "?"] += 1
             if run_rejected:
-                out.rejected_outcomes[judge(p, i, mesh).verdict] += 1
+                out.rejected_outcomes[judge_one(p, i, mesh).verdict] += 1
             continue
         out.accepted += 1
-        o = judge(p, i, mesh)
+        o = judge_one(p, i, mesh)
         if o.verdict == "agree":
             out.agreeing += 1
             continue

@@ -23,7 +23,6 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 import torch
-from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from . import harness
 from . import meaning as M
@@ -35,31 +34,8 @@ SEED = os.environ.get("SPMD_SOUNDNESS_SEED")  # another sample of programs (defa
 
 
 def generate(n: int) -> List[Program]:
-    """n distinct programs, deterministic (hypothesis, derandomized, no shrinking)."""
-    drawn: List[Program] = []
-
-    @settings(
-        max_examples=2 * n,
-        derandomize=SEED is None,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(programs())
-    def collect(p: Program) -> None:
-        drawn.append(p)
-
-    if SEED is not None:
-        collect = seed(int(SEED))(collect)
-    collect()
-    seen, out = set(), []
-    for p in drawn:
-        src = p.source()
-        if src not in seen:
-            seen.add(src)
-            out.append(p)
-    return out[:n]
+    """n distinct programs: the fixed sample, or another with SPMD_SOUNDNESS_SEED."""
+    return harness.draw_distinct(programs(), n, int(SEED) if SEED is not None else 0)
 
 
 class Run:

@@ -24,9 +24,9 @@ from typing import Any, Callable, Dict, List, NamedTuple, Tuple
 
 import pytest
 import torch
-from hypothesis import HealthCheck, Phase, given, settings
 
 from . import global_meaning as GM
+from . import harness
 from .global_programs import GInput, GProgram, GType, global_programs
 from .mypy_batch import MypyReport, check_batch
 
@@ -35,29 +35,8 @@ N_PER_AXIS = int(os.environ.get("SPMD_SOUNDNESS_GLOBAL_PER_AXIS_N", "24"))  # in
 
 
 def generate(n: int, per_axis: bool = False) -> List[GProgram]:
-    """n distinct programs, deterministic (hypothesis, derandomized, no shrinking)."""
-    drawn: List[GProgram] = []
-
-    @settings(
-        max_examples=2 * n,
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(global_programs(per_axis=per_axis))
-    def collect(p: GProgram) -> None:
-        drawn.append(p)
-
-    collect()
-    seen, out = set(), []
-    for p in drawn:
-        src = p.source()
-        if src not in seen:
-            seen.add(src)
-            out.append(p)
-    return out[:n]
+    """n distinct programs, deterministic (harness.draw_distinct)."""
+    return harness.draw_distinct(global_programs(per_axis=per_axis), n)
 
 
 @dataclass

@@ -16,13 +16,11 @@ Default size: 24 programs per kind.  The counts line of each kind is printed.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Dict
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 
 from . import harness
 from .mypy_batch import MypyReport, check_batch
@@ -30,27 +28,6 @@ from .programs import Input, Program, Stmt
 from .structured_programs import KINDS, STRATEGIES, ClassProgram, FlagProgram, LoopProgram
 
 N = int(os.environ.get("SPMD_SOUNDNESS_STRUCTURED_N", "24"))
-
-
-def generate(strategy: Callable[[], st.SearchStrategy[Any]], n: int) -> List[Any]:
-    """n distinct programs, deterministic (hypothesis, derandomized, no shrinking)."""
-    drawn: List[Any] = []
-
-    @settings(
-        max_examples=2 * n, derandomize=True, database=None, deadline=None,
-        phases=[Phase.generate], suppress_health_check=list(HealthCheck),
-    )
-    @given(strategy())
-    def collect(p: Any) -> None:
-        drawn.append(p)
-
-    collect()
-    seen, out = set(), []
-    for p in drawn:
-        if p.source() not in seen:
-            seen.add(p.source())
-            out.append(p)
-    return out[:n]
 
 
 def judge_all(p: Any, index: int, mesh: Any) -> harness.Outcome:
@@ -61,49 +38,6 @@ def judge_all(p: Any, index: int, mesh: Any) -> harness.Outcome:
             values = getattr(r, "values", ())
             return harness.Outcome(o.verdict, f"flags {values}: {o.detail}" if values else o.detail)
     return harness.Outcome("agree")
-
-
-@dataclass
-class Tally:
-    generated: int = 0
-    accepted: int = 0
-    rejected: int = 0
-    agreeing: int = 0
-    unsound: int = 0
-    not_judged: int = 0  # accepted, but runtime-error / no-reference / ill-shaped
-    rejected_unsound: int = 0  # rejected programs the judge finds unsound when run
-    generator_disagrees: int = 0
-    findings: List[Tuple[str, str, str, str]] = field(default_factory=list)
-
-    def line(self) -> str:
-        return (
-            f"generated {self.generated}, accepted {self.accepted}, rejected {self.rejected}, agreeing "
-            f"{self.agreeing}, unsound {self.unsound}, accepted but not judged {self.not_judged}; "
-            f"rejected and unsound when run {self.rejected_unsound}; checker vs generator's rules: "
-            f"{self.generator_disagrees} differ"
-        )
-
-
-def tally(named: Dict[str, Any], report: MypyReport, mesh: Any) -> Tally:
-    t = Tally(generated=len(named))
-    for i, (key, p) in enumerate(named.items()):
-        accepted = not report.errors.get(key)
-        t.generator_disagrees += accepted != p.expect_ok
-        o = judge_all(p, i, mesh)
-        if not accepted:
-            t.rejected += 1
-            t.rejected_unsound += o.verdict == "unsound"
-            continue
-        t.accepted += 1
-        if o.verdict == "agree":
-            t.agreeing += 1
-            continue
-        if o.verdict == "unsound":
-            t.unsound += 1
-        else:
-            t.not_judged += 1
-        t.findings.append((key, o.verdict, o.detail, p.source()))
-    return t
 
 
 # -- planted programs: the holes once found, each unsound when run ----------------------------------
@@ -149,16 +83,17 @@ PLANTED: Dict[str, Program] = {
 class Run:
     generated: Dict[str, Dict[str, Any]]  # kind -> key -> program
     report: MypyReport
-    tallies: Dict[str, Tally]
+    tallies: Dict[str, harness.Tally]
 
 
 @pytest.fixture(scope="module")
 def run(mesh2d: Any, soundness_mypy_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    generated = {k: {f"{k}_{i:03d}": p for i, p in enumerate(generate(STRATEGIES[k], N))} for k in KINDS}
+    generated = {k: {f"{k}_{i:03d}": p for i, p in enumerate(harness.draw_distinct(STRATEGIES[k](), N))} for k in KINDS}
     sources = {key: p.source() for g in generated.values() for key, p in g.items()}
     sources.update({key: p.source() for key, p in PLANTED.items()})
     report = check_batch(sources, tmp_path_factory.mktemp("soundness_structured"), soundness_mypy_cache)
-    return Run(generated, report, {k: tally(generated[k], report, mesh2d) for k in KINDS})
+    tallies = {k: harness.tally(generated[k], report, mesh2d, judge_one=judge_all) for k in KINDS}
+    return Run(generated, report, tallies)
 
 
 def test_accepted_structured_programs_agree_with_their_meaning(run: Run, capsys: pytest.CaptureFixture) -> None:
@@ -166,7 +101,7 @@ def test_accepted_structured_programs_agree_with_their_meaning(run: Run, capsys:
         for k in KINDS:
             print(f"\nstructured soundness ({k}): {run.tallies[k].line()}")
     findings = [f for t in run.tallies.values() for f in t.findings]
-    shown = "\n\n".join(f"[{key}] {v}: {d}\n{src}" for key, v, d, src in findings[:5])
+    shown = "\n\n".join(f"[program {i}] {v}: {d}\n{src}" for i, v, d, src in findings[:5])
     assert not findings, f"{len(findings)} accepted program(s) unsound or not judged:\n{shown}"
     for k in KINDS:
         t = run.tallies[k]
@@ -180,7 +115,7 @@ def test_the_generators_reach_both_verdicts(run: Run) -> None:
         t = run.tallies[k]
         assert t.accepted >= N // 5, (k, t.line())
         assert t.rejected >= N // 10, (k, t.line())
-        assert t.rejected_unsound >= 1, (k, t.line())
+        assert t.rejected_outcomes["unsound"] >= 1, (k, t.line())
     unions = [p for p in run.generated["union"].values() if p.source().count(" if flag") >= 5]
     assert len(unions) == N
 
