@@ -202,17 +202,23 @@ def _read_dict(ctx: Any, expr: _mypy.Expression, axes: Dict[str, AxisType], labe
     entries = _mypy.dict_entries(expr)
     if entries is None:
         return False
+    spread_axes: set = set()
+    written: set = set()
+    unnamed = False
     for key, value in entries:
         if key is None:
             spread = _spread(ctx, value, env)
             if spread is not None:
                 axes.update(spread.axes)
+                spread_axes |= set(spread.axes)
             continue
         name = axis_key(ctx, key, env)
         if not isinstance(name, str) or name.startswith("!"):
+            unnamed = True
             if not QUIET[0]:
                 _unchecked(ctx, label, key, name if isinstance(name, str) else "!a tuple of axes")
             continue
+        written.add(name)
         t = _axis_type(value)
         if isinstance(t, str):
             if not QUIET[0]:
@@ -226,6 +232,9 @@ def _read_dict(ctx: Any, expr: _mypy.Expression, axes: Dict[str, AxisType], labe
             axes.pop(name, None)
         elif t is not None:
             axes[name] = t
+    if unnamed:  # a key the checker cannot name may override any axis of a spread
+        for a in spread_axes - written:
+            axes.pop(a, None)
     return True
 
 
