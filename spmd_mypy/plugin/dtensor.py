@@ -73,7 +73,8 @@ def _placement(expr: _mypy.Expression) -> Optional[Placement]:
     if which == SHARD:
         dim = _mypy.int_value(pos[0]) if pos else (_mypy.int_value(kws["dim"]) if "dim" in kws else None)
         return Placement.shard(dim) if dim is not None else None
-    if which == PARTIAL and (pos or kws) and _mypy.str_value((pos or [kws.get("reduce_op")])[0]) != "sum":
+    op = pos[0] if pos else kws.get("reduce_op")
+    if which == PARTIAL and op is not None and _mypy.str_value(op) != "sum":
         return None  # max/min/avg partials: not a pending sum
     return Placement(which)
 
@@ -131,8 +132,8 @@ def _placed(ctx: Any, names: List[str], placements: List[Placement]) -> _mypy.Ty
 
 
 def _from_local(ctx: Any) -> _mypy.Type:
-    x = one_arg(ctx, "local_tensor")
-    placements = _placements(one_arg(ctx, "placements")[0]) if one_arg(ctx, "placements") else None
+    x, placements_arg = one_arg(ctx, "local_tensor"), one_arg(ctx, "placements")
+    placements = _placements(placements_arg[0]) if placements_arg is not None else None
     mesh_arg = one_arg(ctx, "device_mesh")
     grad_arg = one_arg(ctx, "grad_placements")
     grads = _placements(grad_arg[0]) if grad_arg is not None else None
@@ -185,7 +186,8 @@ def _from_local_fix(got: AxisType, want: AxisType, a: str, name: str, placements
 
 def _distribute(ctx: Any) -> _mypy.Type:
     """distribute_tensor(t, mesh, placements) / dt.redistribute(mesh, placements)."""
-    placements = _placements(one_arg(ctx, "placements")[0]) if one_arg(ctx, "placements") else None
+    placements_arg = one_arg(ctx, "placements")
+    placements = _placements(placements_arg[0]) if placements_arg is not None else None
     mesh_arg = one_arg(ctx, "device_mesh")
     names = _mesh(ctx, mesh_arg[0] if mesh_arg else None, len(placements)) if placements else None
     if placements is None or names is None:

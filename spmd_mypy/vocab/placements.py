@@ -54,6 +54,8 @@ class Placement:
     """Shard(dim), Replicate() or Partial() (a sum), as a value."""
 
     __slots__ = ("kind", "dim")
+    kind: str
+    dim: Optional[int]
 
     def __init__(self, kind_: str, dim: Optional[int] = None) -> None:
         if kind_ not in (SHARD, REPLICATE, PARTIAL) or (kind_ == SHARD) != (dim is not None):
@@ -93,7 +95,8 @@ def local_type(forward: Placement, grad: Placement) -> AxisType:
     if forward.kind == REPLICATE and grad.kind in (REPLICATE, PARTIAL):
         return I if grad.kind == REPLICATE else R
     if forward.kind == SHARD and grad == forward:
-        return Shard(forward.dim)  # type: ignore[arg-type]
+        assert forward.dim is not None
+        return Shard(forward.dim)
     if forward.kind == PARTIAL and grad.kind == REPLICATE:
         return P
     if forward.kind == PARTIAL:
