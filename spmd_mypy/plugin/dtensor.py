@@ -207,7 +207,8 @@ def _to_local(ctx: Any) -> _mypy.Type:
     grads = _placements(grad_arg[0]) if grad_arg is not None else None
     if grad_arg is not None and (grads is None or len(grads) != len(placements)):
         return ctx.default_return_type
-    dt = _mypy.expr_text(ctx.context.callee.expr) if hasattr(ctx.context, "callee") else "dt"
+    callee = getattr(ctx.context, "callee", None)
+    dt = _mypy.expr_text(callee).removesuffix(".to_local") if callee is not None else "dt"
     axes: Dict[str, AxisType] = {}
     for i, (a, f) in enumerate(zip(names, placements)):
         g = grads[i] if grads is not None else default_grad(f)
