@@ -80,8 +80,9 @@ def test_every_public_name_is_stubbed_and_exists() -> None:
     )
 
 
-@pytest.mark.parametrize("name", sorted(_stub_functions()))
+@pytest.mark.parametrize("name", sorted(n for n in _stub_functions() if not n.startswith("_spmd_")))
 def test_signature_matches_the_installed_package(name: str) -> None:
+    """(`_spmd_*`: the plugin's rewrite targets, which exist in the stubs only.)"""
     runtime = _runtime_params(getattr(spmd_types, name))
     stubbed = _stub_functions()[name]
     if len(stubbed) == 1 and _opaque(stubbed[0]):

@@ -22,6 +22,9 @@ of times per run):
                                                   or a value of the declared SPMD type)
   spmd.local_map(fn, ...) local_map.HOOKS         (fn checked against in_types/out_types)
   spmd_types.*            spmd_types.HOOKS        (the runtime checker's API, read with our rules)
+  no_typecheck, local_map spmd_types_regions.*    (its regions and boundaries; Fn.apply of a
+                                                  Function with a typecheck hook)
+  DTensor from/to_local   dtensor.*_HOOKS         (placements and gradient placements against SPMD types)
   spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked)
   report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
   spmd.assert_like        layout_vars.HOOKS       (a flag-dependent Union tied to a witness)
@@ -50,6 +53,7 @@ from . import (
     comms,
     config,
     declared,
+    dtensor,
     global_mode,
     layout_vars,
     groups,
@@ -62,6 +66,7 @@ from . import (
     relation,
     setup_check,
     spmd_types,
+    spmd_types_regions,
     untyped,
     untyped_regions,
 )
@@ -157,7 +162,10 @@ _MODULE_CALL = guarded(
 )
 _FUNCTION_APPLY = guarded(
     untyped_regions.watch_forward(
-        relation.function_apply_hook, _mypy.autograd_function_forward, "the autograd Function", True
+        spmd_types_regions.apply_hook(relation.function_apply_hook),
+        spmd_types_regions.forward_unless_hooked(_mypy.autograd_function_forward),
+        "the autograd Function",
+        True,
     ),
     default_return,
 )
@@ -216,6 +224,7 @@ class SpmdPlugin(_mypy.Plugin):
         self._version = _rules_version()
         settings = self.settings
         comms.configure(settings)
+        dtensor.configure(settings)
         untyped_regions.configure(settings)
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
@@ -232,6 +241,8 @@ class SpmdPlugin(_mypy.Plugin):
                 layout_vars.HOOKS,
                 local_map.HOOKS,
                 spmd_types.HOOKS,
+                spmd_types_regions.HOOKS,
+                dtensor.FUNCTION_HOOKS,
                 untyped.HOOKS,
                 megatron.HOOKS,
                 modules.function_hooks(_argument_hook),
@@ -239,7 +250,10 @@ class SpmdPlugin(_mypy.Plugin):
             ),
         )
         # megatron-core's layer calls; calls of the `groups` setting's getters
-        self._methods = _Hooks(_method_hook, _disjoint(dict(megatron.HOOKS), dict(group_calls)))
+        self._methods = _Hooks(
+            _method_hook,
+            _disjoint(dict(megatron.HOOKS), dict(group_calls), spmd_types_regions.METHOD_HOOKS, dtensor.METHOD_HOOKS),
+        )
         self._signatures = _Hooks(_signature_hook)
         self._attributes = _Hooks(_attribute_hook, _disjoint(dict(modules.ATTRIBUTE_HOOKS), dict(group_attributes)))
         group_hook = guarded(functools.partial(groups.analyze_group, settings=settings), _mypy.plain_group_in_analyzer)
@@ -318,7 +332,8 @@ class SpmdPlugin(_mypy.Plugin):
         if mentions_spmd(path):
             wanted = untyped_function if mentions_untyped_torch(path) else None
             guarded(lambda tree: _mypy.route_declared_values(tree, wanted), nothing)(file)
-            return [(10, _mypy.PHANTOM_MODULE, -1)]
+            placed = [(10, _mypy.DTENSOR_MODULE, -1)] if _mypy.imports_dtensor(file) else []
+            return [(10, _mypy.PHANTOM_MODULE, -1), *placed]
         return []
 
 

@@ -89,12 +89,15 @@ def type_collective(
     refine: Optional[Refine] = None,
     suffix: str = "",
     group_text: Optional[str] = None,
+    exact_shards: bool = False,
 ) -> _mypy.Type:
     """The collective `op` on `x` over `axis` from src to dst, with its
     arguments read: checked (the vocabulary's plan, then src against x's
     type per axis) and typed (dst on those axes).  `suffix` is added to every
     message (how another API's call maps onto this one); `group_text`: the
-    group expression the call names the axis by, which hints pass on."""
+    group expression the call names the axis by, which hints pass on;
+    `exact_shards`: an S(i) src takes S(i) or V only, not another dim's
+    shards (an API whose code splits or concatenates one fixed dim)."""
     default = ctx.default_return_type
     axes = axis if isinstance(axis, tuple) else (axis,)
     if not collective_args.axes_known(ctx, op, axes, _SETTINGS[-1] if _SETTINGS else None):
@@ -122,11 +125,13 @@ def type_collective(
             have = actual.axis_type(a) if actual is not None else None
             if per_rank_ok and local_kind(have) == "V":
                 continue
-            if have is not None and local_kind(have) != local_kind(src) and (a, str(have)) not in reported:
+            other_dim = exact_shards and isinstance(src, Shard) and isinstance(have, Shard) and have != src
+            if have is not None and (local_kind(have) != local_kind(src) or other_dim) and (a, str(have)) not in reported:
                 reported.add((a, str(have)))
                 ctx.api.fail(
                     f"spmd.{op} on axis {a!r}: src={src}, but {name} is {have} there; "
-                    f"{mismatch_consequence(have, src, a)}"
+                    + (f"its shards split dim {have.dim}, not the dim {src.dim} this call works on"  # type: ignore[union-attr]
+                       if other_dim else mismatch_consequence(have, src, a))
                     + _over(_src_hint(have, src, dst, a, name, len(axes) == 1, len(alternatives) > 1), a, group_text)
                     + (
                         f", or drop this call if {name} is already what you need"
@@ -137,7 +142,7 @@ def type_collective(
                     ctx.context,
                     code=SPMD_COLLECTIVE,
                 )
-        results.append(_after(actual, axes, dst))
+        results.append(after(actual, axes, dst))
     types = [carrier(ctx.api, r) for r in dict.fromkeys(results)]
     return _mypy.replace_tensors(default, _mypy.union_of(types))
 
@@ -163,7 +168,7 @@ def _src_hint(
     return f". Hint: make it {src} first with {fix}" if fix else ""
 
 
-def _after(actual: Optional[Spmd], axes: Tuple[str, ...], dst: AxisType) -> Spmd:
+def after(actual: Optional[Spmd], axes: Tuple[str, ...], dst: AxisType) -> Spmd:
     """The value's type after a collective on `axes`: dst there, the rest kept
     (a spec-form value's unnamed axes are R)."""
     if actual is None:

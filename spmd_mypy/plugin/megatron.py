@@ -27,8 +27,7 @@ import configparser
 import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..vocab.collectives import fix_call, mismatch_consequence
-from ..vocab.localtype import AxisType, R, Shard, V
+from ..vocab.localtype import AxisType, Shard, V
 from ..vocab.megatron import (
     DEFAULT_AXIS,
     GIVEN,
@@ -42,10 +41,10 @@ from ..vocab.megatron import (
     collective_for,
     layer_rows,
 )
-from ..vocab.spec import Spmd
 from . import _mypy
 from .annotations import mentions_spmd
 from .carrier import carrier, spmd_of
+from .comms import after, type_collective
 from .errors import SPMD_ARG, SPMD_COLLECTIVE
 from .guard import default_return, guarded
 from .callsite import unknown_in_spmd_file
@@ -92,7 +91,7 @@ def _in_spmd_file(ctx: Any) -> bool:
     return mentions_spmd(_mypy.checker_path(ctx.api))
 
 
-# -- shared: does a value fit, and the value after ------------------------------------
+# -- shared: does a value fit ----------------------------------------------------------
 
 
 def _fits(have: AxisType, want: AxisType) -> bool:
@@ -100,16 +99,6 @@ def _fits(have: AxisType, want: AxisType) -> bool:
     if isinstance(want, Shard) or want is V:
         return have == want or have is V or (want is V and isinstance(have, Shard))
     return have == want
-
-
-def _after(actual: Optional[Spmd], axis: str, dst: AxisType) -> Spmd:
-    """The value with dst on `axis`, its other axes kept (a spec-form value's
-    unnamed axes are R)."""
-    if actual is None:
-        return Spmd.of({axis: dst})
-    axes: Dict[str, AxisType] = dict(actual.axes)
-    axes[axis] = dst
-    return Spmd.of(axes, None, actual.nograd, R if actual.spec is not None else actual.rest)
 
 
 # -- the mapping functions ---------------------------------------------------------------
@@ -168,24 +157,10 @@ def _mapping_call(ctx: Any, row: Mapping) -> _mypy.Type:
 def _typed_collective(
     ctx: Any, name: str, x: Tuple[_mypy.Expression, _mypy.Type], axis: str, typed: Collective
 ) -> _mypy.Type:
-    """The smallest adapter onto the typed collectives: the input's type on
-    `axis` must be typed.src; the result takes typed.dst there."""
-    text = _mypy.expr_text(x[0])
-    results = []
-    for alternative in _mypy.union_alternatives(x[1]) or [x[1]]:
-        actual = spmd_of(alternative)
-        have = actual.axis_type(axis) if actual is not None else None
-        if have is not None and not _fits(have, typed.src):
-            fix = fix_call(have, typed.src, axis, text)
-            ctx.api.fail(
-                f"{name} is {typed} on axis {axis!r}, but {text} is {have} there; "
-                f"{mismatch_consequence(have, typed.src, axis)}" + (f". Hint: make it {typed.src} first with {fix}" if fix else ""),
-                ctx.context,
-                code=SPMD_COLLECTIVE,
-            )
-        results.append(_after(actual, axis, typed.dst))
-    types = [carrier(ctx.api, r) for r in dict.fromkeys(results)]
-    return _mypy.replace_tensors(ctx.default_return_type, _mypy.union_of(types))
+    """The typed collective the function runs (comms.type_collective): its
+    code splits or gathers one fixed dim, so an S(i) src takes exactly S(i)."""
+    suffix = f" ({name}, read as spmd-mypy's spmd.{typed.op})"
+    return type_collective(ctx, typed.op, x, axis, typed.src, typed.dst, suffix=suffix, exact_shards=True)
 
 
 def _mapping_hook(row: Mapping) -> Hook:
@@ -234,7 +209,7 @@ def _layer_call(ctx: Any, layer: Layer) -> _mypy.Type:
     outputs = set(row[1] for row in rows)
     if len(outputs) != 1:
         return unknown_in_spmd_file(ctx, default)  # the output depends on a flag not known here
-    typed = carrier(ctx.api, _after(actual, axis, outputs.pop()))
+    typed = carrier(ctx.api, after(actual, (axis,), outputs.pop()))
     items = _mypy.tuple_items(default)
     if items:  # (output, bias): the bias is left as it is
         return _mypy.with_tuple_items(default, [_mypy.replace_tensors(items[0], typed), *items[1:]])

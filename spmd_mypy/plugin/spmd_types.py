@@ -37,6 +37,7 @@ from .callsite import one_arg
 from .carrier import carrier, spmd_of
 from .comms import asserted_type, type_collective
 from .errors import SPMD_ARG
+from .groups import axis_of
 from .guard import default_return, guarded
 
 MODULE = "spmd_types."
@@ -83,18 +84,34 @@ def _varying(typ: _mypy.Type, axis: AxisKey) -> bool:
 # A value read from an argument that is not known statically: why.
 Unknown = str
 AxisKey = Union[str, Tuple[str, ...]]
+# Reading a typecheck hook's asserts at a call of `.apply`: the hook's
+# parameter names -> the call's argument (its expression, its type).
+Env = Dict[str, Tuple[_mypy.Expression, _mypy.Type]]
 
 
-def _axis_key(ctx: Any, expr: _mypy.Expression) -> Union[AxisKey, Unknown, None]:
+def axis_key(ctx: Any, expr: _mypy.Expression, env: Optional[Env] = None) -> Union[AxisKey, Unknown, None]:
     """The axis an argument names: a name, a tuple of names; else why not (str
-    starting with '!')."""
+    starting with '!').  With `env`, a parameter's name stands for the call's
+    argument."""
     name = _mypy.str_value(expr) or _mypy.enum_value(expr)
     if name is not None:
         return name
     names = _mypy.str_tuple(expr)
     if names is not None:
         return names
-    typ = _mypy.expression_type(ctx.api, expr)
+    if env is not None:
+        bound = env.get(_mypy.expr_text(expr))
+        if bound is None:
+            return "!not a name of the hook's parameters"
+        expr, typ = bound
+        written = _mypy.str_value(expr) or _mypy.enum_value(expr) or _mypy.str_tuple(expr)
+        if written is not None:
+            return written
+    else:
+        typ = _mypy.expression_type(ctx.api, expr)
+    declared = axis_of(expr, typ)  # a group declared as an axis (Axis("tp"), the groups setting)
+    if declared is not None:
+        return declared
     literal = _mypy.literal_str(typ)  # a name typed Literal["tp"]
     if literal is not None:
         return literal
@@ -142,7 +159,7 @@ def _collective(ctx: Any, op: str) -> _mypy.Type:
     src_arg, dst_arg = one_arg(ctx, "src"), one_arg(ctx, "dst")
     src = _axis_type(src_arg[0]) if src_arg is not None else src_default
     dst = _axis_type(dst_arg[0]) if dst_arg is not None else dst_default
-    axis = _axis_key(ctx, axis_arg[0])
+    axis = axis_key(ctx, axis_arg[0])
     label = f"spmd_types.{op}"
     if isinstance(axis, str) and axis.startswith("!"):
         _unchecked(ctx, label, axis_arg[0], axis)
@@ -169,42 +186,61 @@ def _collective(ctx: Any, op: str) -> _mypy.Type:
 # -- assert_type and mutate_type -------------------------------------------------------
 
 
-def _spread(ctx: Any, expr: _mypy.Expression) -> Optional[Spmd]:
+def _spread(ctx: Any, expr: _mypy.Expression, env: Optional[Env]) -> Optional[Spmd]:
     """The type a `**spmd.get_local_type(y)` spread stands for: y's."""
     parts = _mypy.call_parts(expr)
     if parts is None or parts[0] != _GET_LOCAL_TYPE or len(parts[1]) != 1:
         return None
+    if env is not None:
+        bound = env.get(_mypy.expr_text(parts[1][0]))
+        return spmd_of(bound[1]) if bound is not None else None
     return spmd_of(_mypy.expression_type(ctx.api, parts[1][0]))
 
 
-def _read_dict(ctx: Any, expr: _mypy.Expression, axes: Dict[str, AxisType], label: str) -> bool:
+def _read_dict(ctx: Any, expr: _mypy.Expression, axes: Dict[str, AxisType], label: str, env: Optional[Env]) -> bool:
     """Add a dict display's entries to `axes`; False if it is not one."""
     entries = _mypy.dict_entries(expr)
     if entries is None:
         return False
+    spread_axes: set = set()
+    written: set = set()
+    unnamed = False
     for key, value in entries:
         if key is None:
-            spread = _spread(ctx, value)
+            spread = _spread(ctx, value, env)
             if spread is not None:
                 axes.update(spread.axes)
+                spread_axes |= set(spread.axes)
             continue
-        name = _axis_key(ctx, key)
+        name = axis_key(ctx, key, env)
         if not isinstance(name, str) or name.startswith("!"):
-            _unchecked(ctx, label, key, name if isinstance(name, str) else "!a tuple of axes")
+            unnamed = True
+            if not QUIET[0]:
+                _unchecked(ctx, label, key, name if isinstance(name, str) else "!a tuple of axes")
             continue
+        written.add(name)
         t = _axis_type(value)
         if isinstance(t, str):
-            _mypy.note(
-                ctx.api,
-                f"{label}: {_mypy.expr_text(value)} on axis {name!r} has a dim not known statically; "
-                f"that axis is not checked (write a literal dim, e.g. S(-1), to have it checked)",
-                ctx.context,
-                SPMD_ARG,
-            )
+            if not QUIET[0]:
+                _mypy.note(
+                    ctx.api,
+                    f"{label}: {_mypy.expr_text(value)} on axis {name!r} has a dim not known statically; "
+                    f"that axis is not checked (write a literal dim, e.g. S(-1), to have it checked)",
+                    ctx.context,
+                    SPMD_ARG,
+                )
             axes.pop(name, None)
         elif t is not None:
             axes[name] = t
+    if unnamed:  # a key the checker cannot name may override any axis of a spread
+        for a in spread_axes - written:
+            axes.pop(a, None)
     return True
+
+
+# True while reading a copy of asserts the user wrote elsewhere (a forward
+# body, a typecheck hook): its notes were given where they are written.
+QUIET = [False]
 
 
 def _read_spec(expr: _mypy.Expression, axes: Dict[str, AxisType]) -> bool:
@@ -222,13 +258,13 @@ def _read_spec(expr: _mypy.Expression, axes: Dict[str, AxisType]) -> bool:
     return True
 
 
-def _asserted(ctx: Any, label: str) -> Optional[Spmd]:
-    """The type `assert_type(x, *types, partition_spec=...)` states."""
+def asserted_of(ctx: Any, exprs: List[_mypy.Expression], label: str, env: Optional[Env] = None) -> Optional[Spmd]:
+    """The type assert_type's type arguments `exprs` state (dicts, a bare
+    type, a PartitionSpec); None if they are not read statically."""
     axes: Dict[str, AxisType] = {}
     bare: Optional[AxisType] = None
-    given = _mypy.formal_args(ctx, "types") + _mypy.formal_args(ctx, "partition_spec")
-    for expr, _ in given:
-        if _read_dict(ctx, expr, axes, label) or _read_spec(expr, axes):
+    for expr in exprs:
+        if _read_dict(ctx, expr, axes, label, env) or _read_spec(expr, axes):
             continue
         t = _axis_type(expr)
         if t is not None and not isinstance(t, str):
@@ -240,13 +276,27 @@ def _asserted(ctx: Any, label: str) -> Optional[Spmd]:
     return Spmd.of(axes, rest=bare)
 
 
+_INTEGER_TENSORS = frozenset(
+    f"torch._C.{n}Tensor" for n in ("Long", "Int", "Short", "Char", "Byte", "Bool")
+)
+
+
+def without_gradient(typ: _mypy.Type, actual: Optional[Spmd]) -> bool:
+    """An integer tensor (labels, ids: declared LongTensor & co., or an integer
+    result) carries no gradient, so I and R mix for it as spmd_types allows."""
+    return (actual is not None and actual.nograd) or _mypy.instance_fullname(typ) in _INTEGER_TENSORS
+
+
 def _assert_type(ctx: Any) -> _mypy.Type:
     x = one_arg(ctx, "tensor")
     if x is None or not _mypy.is_tensor(x[1]):
         return ctx.default_return_type
-    asserted = _asserted(ctx, "spmd_types.assert_type")
+    given = _mypy.formal_args(ctx, "types") + _mypy.formal_args(ctx, "partition_spec")
+    asserted = asserted_of(ctx, [e for e, _ in given], "spmd_types.assert_type")
     if asserted is None:
         return ctx.default_return_type
+    if without_gradient(x[1], spmd_of(x[1])):
+        asserted = Spmd.of(asserted.axes, asserted.spec, True, asserted.rest)
     return asserted_type(ctx, x, asserted, label="spmd_types.assert_type")
 
 
@@ -255,7 +305,7 @@ def _mutate_type(ctx: Any) -> _mypy.Type:
     src_arg, dst_arg = one_arg(ctx, "src"), one_arg(ctx, "dst")
     if x is None or axis_arg is None or src_arg is None or dst_arg is None:
         return ctx.default_return_type
-    axis = _axis_key(ctx, axis_arg[0])
+    axis = axis_key(ctx, axis_arg[0])
     src, dst = _axis_type(src_arg[0]), _axis_type(dst_arg[0])
     if not isinstance(axis, str) or axis.startswith("!") or not isinstance(src, (Shard, type(R))):
         if isinstance(axis, str) and axis.startswith("!"):

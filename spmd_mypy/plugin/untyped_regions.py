@@ -21,7 +21,7 @@ from .carrier import spmd_of
 from .config import Settings
 from .errors import SPMD_UNTYPED
 
-__all__ = ["configure", "watch_function", "watch_forward"]
+__all__ = ["configure", "enabled", "watch_function", "watch_forward"]
 
 Hook = Callable[[Any], _mypy.Type]
 _ON: List[bool] = [False]
@@ -29,6 +29,11 @@ _ON: List[bool] = [False]
 
 def configure(settings: Settings) -> None:
     _ON[0] = settings.report_untyped
+
+
+def enabled() -> bool:
+    """Whether report_untyped is set (other features report their own holes)."""
+    return _ON[0]
 
 
 def _typed_argument(ctx: Any) -> Optional[str]:

@@ -99,6 +99,14 @@ def _spmd_call(stmt: ast.AST) -> Optional[ast.Call]:
     return None
 
 
+def _call_taking(stmt: ast.AST, arg: ast.AST) -> Optional[ast.Call]:
+    target = ast.dump(arg)
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call) and node.args and ast.dump(node.args[0]) == target:
+            return node
+    return None
+
+
 def _replace(line: str, node: ast.AST, text: str) -> str:
     return line[: node.col_offset] + text + line[node.end_col_offset :]  # type: ignore[attr-defined]
 
@@ -107,6 +115,8 @@ def apply_hint(source: str, line_no: int, hint: str) -> Optional[str]:
     """The source with `hint` applied at `line_no`; None for advice in words or
     a hint whose expression the line does not hold (counted as a failure by
     the caller when the hint is code)."""
+    # how another API's call maps onto ours (megatron-core's): not part of the hint
+    hint = re.sub(r" \([\w.]+, read as spmd-mypy's spmd\.\w+\)$", "", hint)
     lines = source.split("\n")
     line = lines[line_no - 1]
     code = line.split("#", 1)[0].rstrip()
@@ -137,7 +147,9 @@ def apply_hint(source: str, line_no: int, hint: str) -> Optional[str]:
         return "\n".join(lines)
     offset = len(indent)
     if hint.endswith(" in place of this call"):
-        target = _spmd_call(stmt)
+        # the spmd call on the line, else (another API's call the checker reads
+        # as a collective: megatron-core's) the call taking the hint's first argument
+        target = _spmd_call(stmt) or (_call_taking(stmt, call.args[0]) if call.args else None)
     else:
         # The hint's call wraps the expression the line holds, perhaps through
         # another call (all_reduce(reinterpret(n, ...), ...)): the innermost.

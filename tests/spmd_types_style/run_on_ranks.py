@@ -20,12 +20,15 @@ import spmd_types as spmd
 from spmd_types.checker import typecheck
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import boundaries  # noqa: E402
 import programs  # noqa: E402
 
 TP = 2
 torch.manual_seed(0)
 X, W_UP, W_DOWN = torch.randn(4, 6), torch.randn(8, 6), torch.randn(6, 8)
 LOGITS = torch.randn(3, 10)
+H, W_OUT = torch.randn(4, 8), torch.randn(6, 8)
+LABELS = torch.tensor([2, -1, 7])
 
 
 def _rows(t: torch.Tensor, r: int) -> torch.Tensor:
@@ -38,6 +41,12 @@ def _cols(t: torch.Tensor, r: int) -> torch.Tensor:
 
 def _mlp_reference(act):  # type: ignore[no-untyped-def]
     return act(X @ W_UP.T) @ W_DOWN.T
+
+
+def _nll_reference() -> torch.Tensor:
+    keep = LABELS >= 0
+    picked = torch.log_softmax(LOGITS, -1).gather(-1, LABELS.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    return -(picked * keep).sum() / keep.sum()
 
 
 CASES = {
@@ -58,6 +67,22 @@ CASES = {
         lambda whole, r: whole,
         torch.logsumexp(LOGITS, dim=-1, keepdim=True),
     ),
+    # boundaries.py: a typecheck_forward Function, local_map, no_typecheck, integer labels
+    "row_parallel": (
+        lambda m: (m.rank_map(lambda r: _cols(H, r)), m.rank_map(lambda r: _cols(W_OUT, r))),
+        lambda whole, r: whole,
+        H @ W_OUT.T,
+    ),
+    "gathered_rows": (
+        lambda m: (m.rank_map(lambda r: _rows(X, r)),),
+        lambda whole, r: whole,
+        X * 2,
+    ),
+    "masked_nll": (
+        lambda m: (m.rank_map(lambda r: LOGITS.clone()), m.rank_map(lambda r: LABELS.clone())),
+        lambda whole, r: whole,
+        _nll_reference(),
+    ),
 }
 
 
@@ -70,7 +95,8 @@ def main() -> int:
             with LocalTensorMode(TP) as mode, spmd.set_current_mesh(mesh):
                 args = inputs(mode)
                 with typecheck(strict_mode="strict"):
-                    out = getattr(programs, name)(*args)
+                    module = programs if hasattr(programs, name) else boundaries
+                    out = getattr(module, name)(*args)
                     local_type = spmd.get_local_type(out)
                 for r in range(TP):
                     want = expected_at(whole, r)

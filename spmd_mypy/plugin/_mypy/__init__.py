@@ -15,6 +15,9 @@ pyproject.toml.  The rest of the plugin imports from here only:
   route_declared  rewrite pass: returns and annotated assignments
   wrap_untyped    rewrite pass: calls torch leaves untyped
   spmd_types_tree rewrite pass: spmd_types' asserting statements; reading its arguments
+  dtensor_types   DTensors with known placements (PlacedDTensor), the mesh a call names
+  spmd_types_regions rewrite pass: spmd_types' no_typecheck regions, local_map and
+                  typecheck-hook boundaries, is_type_checking blocks
   rewrites        when the passes run (before analysis, or from the analyzer)
   writes          the value of an attribute write, typed ahead without messages
   members         classes and members: whose forward runs, redeclared attributes
@@ -156,7 +159,16 @@ from .tensor_types import (
     literal_bool,
     type_arguments,
 )
-from .spmd_types_tree import dict_entries, enum_value, is_process_group, literal_str
+from .dtensor_types import DTENSOR_MODULE, imports_dtensor, later_partners, mesh_names, placed_dtensor, placed_of
+from .spmd_types_tree import dict_entries, enum_value, instance_fullname, is_process_group, literal_str
+from .spmd_types_regions import (
+    Asserted,
+    decorator_call,
+    keyword_arg,
+    none_literal,
+    tuple_display,
+    typecheck_hooks_of,
+)
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
@@ -177,7 +189,21 @@ __all__ = [
     "Plugin",
     "ReportConfigContext",
     "Type",
-    # spmd_types_tree
+    # dtensor_types
+    "DTENSOR_MODULE",
+    "imports_dtensor",
+    "later_partners",
+    "mesh_names",
+    "placed_dtensor",
+    "placed_of",
+    # spmd_types_tree, spmd_types_regions
+    "Asserted",
+    "decorator_call",
+    "keyword_arg",
+    "none_literal",
+    "tuple_display",
+    "typecheck_hooks_of",
+    "instance_fullname",
     "dict_entries",
     "enum_value",
     "is_process_group",

@@ -37,7 +37,7 @@ def ignore_carrier_overrides(api: Any, bases: Set[str], method: str) -> None:
     [override] errors against the first class of `bases` in its MRO, when
     carriers cause them."""
     func = api.scope.current_function()
-    if not isinstance(func, FuncDef) or func.name != method or func.info is None:
+    if not isinstance(func, FuncDef) or func.name != method or not func.info:  # FakeInfo (a module-level def) is falsy
         return
     info: TypeInfo = func.info
     base = next((b for b in info.mro[1:] if b.fullname in bases), None)

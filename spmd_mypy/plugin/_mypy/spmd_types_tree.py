@@ -42,6 +42,7 @@ from mypy.nodes import (
 )
 from mypy.types import Instance, LiteralType, Type, get_proper_type
 
+from .spmd_types_regions import rewrite_regions
 from .tree import sub_blocks
 
 MODULE = "spmd_types"
@@ -153,6 +154,7 @@ def refine_asserts(tree: MypyFile, stmts: Optional[List[Statement]] = None) -> N
     modules, functions = _aliases(tree)
     if modules or functions:
         _refine_definitions(tree.defs if stmts is None else stmts, modules, functions)
+    rewrite_regions(tree, tree.defs if stmts is None else stmts)
 
 
 # -- reading arguments ---------------------------------------------------------------
@@ -209,3 +211,9 @@ def literal_str(typ: Optional[Type]) -> Optional[str]:
     if isinstance(t, Instance) and t.last_known_value is not None:
         t = t.last_known_value
     return t.value if isinstance(t, LiteralType) and isinstance(t.value, str) else None
+
+
+def instance_fullname(typ: Optional[Type]) -> Optional[str]:
+    """The class a type is an instance of (its fullname), else None."""
+    t = get_proper_type(typ) if typ is not None else None
+    return t.type.fullname if isinstance(t, Instance) else None
