@@ -9,7 +9,8 @@
         out = spmd.reinterpret(h @ w.T, "tp", src=V, dst=P)
         return spmd.all_reduce(out, "tp", src=P, dst=R)
 
-The vocabulary (Spmd, Axis, R/I/V/P/S, PartitionSpec) is pure Python and imported
+The vocabulary (Spmd, Axis, R/I/V/P/S, JAX's names Reduced/Unreduced/
+Invariant/Varying for R/P/I/V, PartitionSpec) is pure Python and imported
 eagerly, except the redistribution planner.  The runtime (collectives,
 set_mesh) imports torch, so it is loaded on first use: the mypy plugin imports
 this package without ever importing torch or the planner.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .vocab.aliases import Invariant, Reduced, Unreduced, Varying
 from .vocab.axis import Axis
 from .vocab.collectives import CollectiveError
 from .vocab.localtype import I, P, R, S, V
@@ -62,6 +64,10 @@ __all__ = [
     "V",
     "P",
     "S",
+    "Reduced",
+    "Unreduced",
+    "Invariant",
+    "Varying",
     "CollectiveError",
     "SpecError",
     "plan_redistribute",

@@ -67,7 +67,7 @@ from . import (
 )
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
-from .guard import STRICT, default_return, guarded, nothing, report_skipped
+from .guard import STRICT, default_return, guarded, nothing, report_skipped, set_vocabulary
 from .annotations import mentions_spmd, mentions_untyped_torch
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
@@ -215,6 +215,7 @@ class SpmdPlugin(_mypy.Plugin):
         self.settings = config.load(getattr(options, "config_file", None))
         self._version = _rules_version()
         settings = self.settings
+        set_vocabulary(settings.vocabulary)  # messages in the user's words (guard.py)
         comms.configure(settings)
         untyped_regions.configure(settings)
         self._tensor_hook: Hook = guarded(

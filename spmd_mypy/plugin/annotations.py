@@ -27,6 +27,7 @@ import ast
 import os
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
 
+from ..vocab.aliases import ALIASES
 from ..vocab.localtype import BY_LETTER, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
 from .positions import Pos, Span
@@ -41,10 +42,10 @@ _SPEC_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.PartitionSpec", "spmd_mypy.Pa
 SHARD_FULLNAMES = frozenset(
     {"spmd_mypy.vocab.localtype.Shard", "spmd_mypy.vocab.localtype.S", "spmd_mypy.S"}
 )
-LOCAL_TYPES = {  # fullname of R, I, V or P -> the type
+LOCAL_TYPES = {  # fullname of R, I, V or P (or Reduced, ...) -> the type
     f"{mod}.{letter}": t
-    for mod in ("spmd_mypy.vocab.localtype", "spmd_mypy")
-    for letter, t in BY_LETTER.items()
+    for mod in ("spmd_mypy.vocab.localtype", "spmd_mypy.vocab.aliases", "spmd_mypy")
+    for letter, t in (*BY_LETTER.items(), *ALIASES.items())  # JAX's names too (vocab/aliases.py)
 }
 
 
