@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .vocab.aliases import Invariant, Reduced, Unreduced, Varying
 from .vocab.axis import Axis
 from .vocab.collectives import CollectiveError
-from .vocab.localtype import I, P, R, S, V
+from .vocab.localtype import PS, PSA, I, P, R, S, V
 from .vocab.spec import PartitionSpec, SpecError, Spmd
 
 __version__ = "0.1.0"
@@ -68,6 +68,9 @@ __all__ = [
     "Unreduced",
     "Invariant",
     "Varying",
+    "PS",
+    "PSA",
+    "partitioned",
     "CollectiveError",
     "SpecError",
     "plan_redistribute",
@@ -93,9 +96,14 @@ if TYPE_CHECKING:
     from .runtime.mesh import current_mesh, set_mesh
     from .runtime.simulate import simulate
     from .runtime.trusted import trusted
+    from .runtime import partitioned
 
 
 def __getattr__(name: str) -> Any:
+    if name == "partitioned":  # the module of partitioned-shard conversions (seed 004)
+        value = importlib.import_module(".runtime.partitioned", __name__)
+        globals()[name] = value
+        return value
     if name in _LAZY_VOCAB:
         module = f".vocab.{_LAZY_VOCAB[name]}"
     elif name in _RUNTIME:
@@ -108,4 +116,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_RUNTIME) | set(_LAZY_VOCAB))
+    return sorted(set(globals()) | set(_RUNTIME) | set(_LAZY_VOCAB) | {"partitioned"})
