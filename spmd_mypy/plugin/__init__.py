@@ -24,6 +24,8 @@ of times per run):
   spmd_types.*            spmd_types.HOOKS        (the runtime checker's API, read with our rules)
   spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked)
   report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
+  spmd.partitioned.*      partitioned.HOOKS       (PS/PSA conversions; ops.op_hook and the
+                          collectives ask partitioned.py about PS/PSA operands)
   spmd.assert_like        layout_vars.HOOKS       (a flag-dependent Union tied to a witness)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
@@ -58,6 +60,7 @@ from . import (
     modules,
     ops,
     parameters,
+    partitioned,
     reading,
     relation,
     setup_check,
@@ -227,7 +230,8 @@ class SpmdPlugin(_mypy.Plugin):
         self._functions = _Hooks(
             _function_hook,
             _disjoint(
-                comms.hooks(global_mode.refine_collective, global_mode.spec_redistribute),
+                comms.hooks(partitioned.collective_refine(global_mode.refine_collective), global_mode.spec_redistribute),
+                partitioned.HOOKS,
                 declared.hooks(global_mode.exact_declared),
                 global_mode.HOOKS,
                 layout_vars.HOOKS,

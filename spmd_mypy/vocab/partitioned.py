@@ -43,6 +43,9 @@ __all__ = [
     "op_rule",
     "DIM_OPS",
     "RESHAPES",
+    "REDUCTIONS",
+    "REINDEX",
+    "dim_position",
 ]
 
 Matrix = Sequence[Sequence[int]]
@@ -125,34 +128,55 @@ def layout_type(layout: str, dim: int) -> PartitionedShard:
 
 # -- the static rule for ops ------------------------------------------------------
 
-# Ops that cut or join a dim given by their `dim` argument (default in the value).
-DIM_OPS: Final[Dict[str, int]] = {
-    "cat": 0, "concat": 0, "concatenate": 0, "split": 0, "chunk": 0, "tensor_split": 0,
-    "split_with_sizes": 0, "unbind": 0, "narrow": -1, "stack": 0, "unsafe_split": 0,
-    "unsafe_chunk": 0, "roll": -1, "flip": -1, "cumsum": -1, "sort": -1, "topk": -1,
+# Ops that cut or join a dim -> (the dim when none is written, the position of
+# the dim among the call's arguments that are not tensors).
+DIM_OPS: Final[Dict[str, Tuple[int, int]]] = {
+    "cat": (0, 0), "concat": (0, 0), "concatenate": (0, 0), "stack": (0, 0),
+    "split": (0, 1), "chunk": (0, 1), "tensor_split": (0, 1), "split_with_sizes": (0, 1),
+    "unsafe_split": (0, 1), "unsafe_chunk": (0, 1), "unbind": (0, 0), "narrow": (0, 0),
+    "roll": (0, 1), "flip": (0, 0), "cumsum": (0, 0), "sort": (-1, 0), "topk": (-1, 1),
 }
 # Ops that may merge or split any dim: never on a partitioned value.
 RESHAPES: Final = frozenset(
     "reshape view view_as flatten unflatten ravel as_strided unfold movedim moveaxis "
     "permute transpose swapaxes swapdims t T mT".split()
 )
+# Reductions (dim at position 0, all dims when none is written): over the
+# partitioned dim the result is a per-rank value (V), over another it keeps the layout.
+REDUCTIONS: Final = frozenset(
+    "sum mean amax amin max min prod logsumexp norm argmax argmin std var softmax log_softmax".split()
+)
+# Ops that pick rows by an index tensor: the layout is lost (V).
+REINDEX: Final = frozenset(
+    "__getitem__ index_select gather scatter scatter_add index_add take take_along_dim "
+    "masked_select nonzero".split()
+)
 
 
-def _fix(t: PartitionedShard) -> str:
+def dim_position(name: str) -> Optional[int]:
+    """Where an op's dim is among its non-tensor arguments (None: no dim)."""
+    if name in DIM_OPS:
+        return DIM_OPS[name][1]
+    return 0 if name in REDUCTIONS else None
+
+
+def _fix(t: PartitionedShard, value: str, axis: str) -> str:
     return (
         f"convert it first (spmd.partitioned.{'aligned' if t.aligned else 'unaligned'}_to_replicate"
-        f"(x, axis, splits)), or keep the op off dim {t.dim}"
+        f"({value}, {axis!r}, splits)), or keep the op off dim {t.dim}"
     )
 
 
 def op_rule(
-    name: str, operands: Sequence[object], dims: Sequence[int], ndim: Optional[int] = None
+    name: str, operands: Sequence[object], dims: Sequence[Optional[int]], ndim: Optional[int] = None,
+    value: str = "x", axis: str = "ep",
 ) -> Optional[PartitionedShard]:
     """The result type on one axis of op `name` whose operands include a
     partitioned shard there (None: the general rules decide; the result is then
     no longer partitioned), or PartitionError.  `operands`: each operand's type
     on the axis (None unknown, anything else a scalar); `dims`: the op's int
-    arguments that name dims."""
+    arguments that name dims; `value`, `axis`: the
+    names the hint writes."""
     ps = [o for o in operands if isinstance(o, PartitionedShard)]
     if not ps:
         return None
@@ -167,14 +191,20 @@ def op_rule(
     if name in RESHAPES:
         raise PartitionError(
             f"{name} may merge or split dim {t.dim} of a {t} value, whose partitions have "
-            f"sizes known only at runtime; {_fix(t)}"
+            f"sizes known only at runtime; {_fix(t, value, axis)}"
         )
+    def touches(ds: Sequence[Optional[int]]) -> bool:  # None: not a literal, so maybe
+        return any(d is None or d == t.dim or (ndim is not None and d + ndim == t.dim) for d in ds)
+
+    if name in REINDEX:
+        return None
+    if name in REDUCTIONS:
+        return None if not dims or touches(dims) else t
     if name in DIM_OPS:
-        touched = [d for d in dims] or [DIM_OPS[name]]
-        if any(d == t.dim or (ndim is not None and d + ndim == t.dim) for d in touched):
+        if touches(list(dims) or [DIM_OPS[name][0]]):
             raise PartitionError(
                 f"{name} on dim {t.dim} of a {t} value cuts or joins its partitions, whose "
-                f"sizes are known only at runtime; {_fix(t)}"
+                f"sizes are known only at runtime; {_fix(t, value, axis)}"
             )
         return t
     others = [o for o in operands if isinstance(o, (LocalType, Shard)) and not isinstance(o, PartitionedShard)]
@@ -184,7 +214,7 @@ def op_rule(
         if not t.aligned or any(isinstance(o, Shard) for o in others):
             kinds = ", ".join(str(o) for o in others if o is V or isinstance(o, Shard))
             raise PartitionError(
-                f"a {t} value meets a {kinds} operand: the ranks' rows follow a partitioned "
+                f"a {t} value meets an operand that is {kinds}: the ranks' rows follow a partitioned "
                 f"layout the other operand does not have"
                 + ("" if t.aligned else "; only an aligned PSA value meets per-rank (V) values, "
                    "e.g. the weights of the experts a rank owns")

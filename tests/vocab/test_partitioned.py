@@ -65,7 +65,7 @@ def test_op_rule() -> None:
     assert op_rule("add", [PS(0), P], []) is None  # the general rules report the Partial
     for name, ops, dims, match in [
         ("add", [PS(0), PSA(0)], [], "different partitioned layouts"),
-        ("add", [PS(0), S(0)], [], "meets a S\\(0\\) operand"),
+        ("add", [PS(0), S(0)], [], "meets an operand that is S\\(0\\)"),
         ("mul", [PS(0), V], [], "only an aligned PSA value meets per-rank"),
         ("reshape", [PS(0)], [], "may merge or split dim 0"),
         ("cat", [PS(0), PS(0)], [0], "cuts or joins its partitions"),
