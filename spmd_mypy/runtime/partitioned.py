@@ -24,7 +24,7 @@ process groups (gloo, nccl), not on simulated ranks.
 
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import Any, Callable, List, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -42,6 +42,7 @@ __all__ = [
     "aligned_to_replicate",
     "replicate_to_unaligned",
     "replicate_to_aligned",
+    "map_partitions",
 ]
 
 Splits = List[int]
@@ -176,3 +177,23 @@ def replicate_to_aligned(
     blocks = [sum(aligned_splits(M, k)) for k in range(n)]
     mine = convert(x.movedim(dim, 0), axis, src=src, dst=Shard(0), split_sizes=blocks)
     return mine.movedim(0, dim), aligned_splits(M, comm.coord())
+
+
+def map_partitions(
+    fn: Callable[[Any, int], Tensor], x: Tensor, axis: AxisArg, splits: Sequence[int], *, dim: int = 0
+) -> Tensor:
+    """An aligned PSA(dim) value with `fn(rows, j)` applied to each whole partition it
+    holds (j: its index among this rank's partitions; `splits` has one piece per
+    rank of the axis per partition).  fn must keep the rows (dim length) of its
+    block: the layout, and the splits, are unchanged.  No communication."""
+    ranks = resolve_axis(axis).size
+    a = _ints(splits, "splits")
+    _check_length(x, dim, a, "splits")
+    if ranks <= 0 or len(a) % ranks:
+        raise ValueError(f"aligned splits hold {ranks} sizes per partition; got {a}")
+    blocks = [sum(a[j * ranks : (j + 1) * ranks]) for j in range(len(a) // ranks)]
+    outs = [fn(rows, j) for j, rows in enumerate(x.split(blocks, dim))]
+    for j, (o, b) in enumerate(zip(outs, blocks)):
+        if o.shape[dim] != b:
+            raise ValueError(f"map_partitions: fn changed partition {j}'s {b} rows along dim {dim} to {o.shape[dim]}")
+    return torch.cat(outs, dim) if outs else x

@@ -119,6 +119,7 @@ CONVERSIONS: Final[Dict[str, Tuple[str, str]]] = {
     "aligned_to_replicate": ("PSA", "R"),
     "replicate_to_unaligned": ("R", "PS"),
     "replicate_to_aligned": ("R", "PSA"),
+    "map_partitions": ("PSA", "PSA"),  # fn on each whole partition: the layout is kept
 }
 
 
