@@ -64,7 +64,7 @@ def _conversion(ctx: Any, fn: str) -> _mypy.Type:
     if have is not None and have != src:
         name = _mypy.expr_text(x[0])
         ctx.api.fail(
-            f"spmd.partitioned.{fn} on axis {axis!r}: it converts a {src} value, but {name} is "
+            f"spmd.partitioned.{fn} on axis {axis!r}: it takes a {src} value, but {name} is "
             f"{have} there; the pieces would be taken from the wrong places and the value "
             f"(and its gradient) would be scrambled. Hint: {_which(have, dst_layout, name, axis)}",
             ctx.context,
