@@ -66,26 +66,33 @@ def _conversion(ctx: Any, fn: str) -> _mypy.Type:
         ctx.api.fail(
             f"spmd.partitioned.{fn} on axis {axis!r}: it takes a {src} value, but {name} is "
             f"{have} there; the pieces would be taken from the wrong places and the value "
-            f"(and its gradient) would be scrambled. Hint: {_which(have, dst_layout, name, axis)}",
+            f"(and its gradient) would be scrambled{_fix(ctx, fn, have, dst_layout, name, axis)}",
             ctx.context,
             code=SPMD_COLLECTIVE,
         )
     return _mypy.replace_tensors(default, carrier(ctx.api, _with(actual, axis, dst)))
 
 
-def _which(have: AxisType, dst_layout: str, name: str, axis: str) -> str:
-    """The conversion that takes `have` where the call wanted to go."""
+def _fix(ctx: Any, fn: str, have: AxisType, dst_layout: str, name: str, axis: str) -> str:
+    """How the message ends: the conversion that takes `have` where the call
+    wanted to go, as a hint in place of the call when it can be written with
+    the call's own splits; else advice in words."""
     if isinstance(have, PartitionedShard):
         src_layout = "PSA" if have.aligned else "PS"
     elif have in (R, I):
         src_layout = "R"
     else:
-        return f"convert {name} to a partitioned layout first (spmd.partitioned.replicate_to_unaligned)"
-    for fn, (s, d) in CONVERSIONS.items():
-        if s == src_layout and d == dst_layout:
-            dim = f", dim={have.dim}" if isinstance(have, PartitionedShard) and have.dim else ""
-            return f"spmd.partitioned.{fn}({name}, {axis!r}, splits{dim})"
-    return f"{name} already has that layout: drop this call"
+        return f"; make {name} partitioned first (spmd.partitioned.replicate_to_unaligned of its full value)"
+    if fn == "map_partitions":
+        return f"; convert {name} to the aligned layout first (spmd.partitioned.unaligned_to_aligned)"
+    if src_layout == dst_layout:
+        return f"; {name} already has that layout, so drop this call"
+    wanted = next(f for f, (s, d) in CONVERSIONS.items() if s == src_layout and d == dst_layout)
+    splits = one_arg(ctx, "splits")
+    if src_layout == "R" or splits is None:  # scattering needs every rank's splits (a matrix)
+        return f"; use spmd.partitioned.{wanted}, which takes the splits of {name}'s layout"
+    dim = f", dim={have.dim}" if isinstance(have, PartitionedShard) and have.dim else ""
+    return f". Hint: spmd.partitioned.{wanted}({name}, {axis!r}, {_mypy.expr_text(splits[0])}{dim}) in place of this call"
 
 
 HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
@@ -188,8 +195,8 @@ def collective_refine(inner: Optional[Callable[..., Any]]) -> Callable[..., Any]
                 ctx.api.fail(
                     f"spmd.{op} on axis {a!r}: {name} is {have}, a dim cut into partitions of "
                     f"sizes known only at runtime; spmd.{op} would treat it as S({have.dim}) and "
-                    f"put the partitions' pieces in the wrong order. Hint: "
-                    f"spmd.partitioned.{layout}_to_replicate({name}, {a!r}, splits)",
+                    f"put the partitions' pieces in the wrong order; use "
+                    f"spmd.partitioned.{layout}_to_replicate with {name}'s splits",
                     ctx.context,
                     code=SPMD_COLLECTIVE,
                 )
