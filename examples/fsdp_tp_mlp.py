@@ -6,14 +6,18 @@ again over dp along dim 0 for storage: S(0) on dp.  The optimizer sees only
 the dp shards.
 
 For compute, every weight is gathered over dp with
-`all_gather(S(0) -> R)`.  R is JAX's "Reduced" state: the same value on
-every dp rank, whose gradient is Partial, because each dp rank computes with
-its own part of the batch.  So the backward of this gather is
+`all_gather(S(0) -> R)`.  R is JAX's "Reduced" state (`dst=Reduced` is the
+same call; `vocabulary = jax` in [spmd_mypy] writes messages in those words):
+the same value on every dp rank, whose gradient is Partial (JAX's
+"Unreduced"), because each dp rank computes with its own part of the batch.  So the backward of this gather is
 `reduce_scatter(P -> S(0))`: each rank receives the sum over dp of its own
 shard's gradient, the communication FSDP does, and no separate gradient
 all-reduce is needed.  (dst=I would give a backward that only splits the
 local gradient: the other dp ranks' contributions would be lost; the checker
-reports the I weight mixed with the batch-sharded activation.)
+reports the I weight mixed with the batch-sharded activation.)  Measured in
+bench/bench_fsdp.py: this backward sends half the bytes of the naive
+all_gather(S(0) -> I) + convert(I -> R), whose backward all-reduces the whole
+weight gradient and then slices it.
 
 `build_mlp` makes a rank's module from the full weights and the rank's mesh
 coordinates; `train_step` runs forward, a mean-squared loss over the global

@@ -14,11 +14,16 @@ once over tp with `convert(R -> P)`, so gradients of the weights used
 after the reduction are Partial over tp and summed by `finalize_grads`.
 
 Per layer: router (softmax, top-k, renormalised gates) -> sort the token
-copies by expert -> exchange per-expert counts (`all_to_all` V -> V) ->
-`all_to_all` the tokens with uneven per-rank split sizes -> each local
-expert's MLP on its rows -> `all_to_all` back (sizes swapped) -> unsort and
-combine with the gates.  The all_to_all's backward is the all_to_all with
-the split sizes swapped, so the gradients travel back to the senders.  A
+copies by expert: a partitioned shard PS(0) on dp (partition e: the copies
+routed to expert e; sizes known only at runtime) -> `spmd.partitioned.
+unaligned_to_aligned`: per-expert sizes, then the rows, exchanged by two
+all_to_alls, so each rank holds whole partitions of its own experts (PSA(0))
+-> each local expert's MLP on its partition (`map_partitions`) -> back with
+`aligned_to_unaligned` -> unsort and combine with the gates.  The
+conversions' backward is the all_to_all with the sizes swapped, so the
+gradients travel back to the senders.  The checker keeps the layouts apart:
+an unaligned value never meets the experts' per-rank weights, and the
+partitioned dim is never reshaped, split or joined outside map_partitions.  A
 Switch-style load-balancing loss (local to each dp rank) is returned with
 the output.
 
@@ -36,11 +41,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import spmd_mypy as spmd
-from spmd_mypy import I, P, R, S, Spmd, V
+from spmd_mypy import PS, I, P, R, S, Spmd, V
 
 Context = Annotated[Tensor, Spmd(dp=S(0), tp=S(1))]  # [tokens / dp, hidden / tp]: this rank's heads
 Tokens = Annotated[Tensor, Spmd(dp=S(0), tp=R)]  # [tokens / dp, hidden]
 Routed = Annotated[Tensor, Spmd(dp=V, tp=R)]  # token copies, ordered by expert or by sender
+Dispatched = Annotated[Tensor, Spmd(dp=PS(0), tp=R)]  # sorted copies: my slice of every expert's tokens
 Counts = Annotated[Tensor, Spmd(dp=V, tp=R, nograd=True)]  # tokens per expert
 LocalLoss = Annotated[Tensor, Spmd(dp=V, tp=R)]  # a scalar of this dp rank
 
@@ -82,25 +88,17 @@ class ExpertParallelMoE(nn.Module):
         routed = h[order // self.top_k]
         counts: Counts = torch.bincount(flat_expert, minlength=self.num_experts).detach()
 
-        # Exchange counts: from each sender, how many rows it sends to each of my experts.
-        received_counts = spmd.all_to_all(counts, "dp", src=V, dst=V)
-        local_experts = self.num_experts // self.ep
-        send = counts.view(self.ep, local_experts).sum(dim=1).tolist()
-        recv = received_counts.view(self.ep, local_experts).sum(dim=1).tolist()
-        received = spmd.all_to_all(routed, "dp", src=V, dst=V, split_sizes=(send, recv))
-
-        # Rows arrive grouped by sender, then by expert: regroup by expert, run, restore.
-        expert_of_row = torch.repeat_interleave(
-            torch.arange(local_experts).repeat(self.ep), received_counts.flatten()
-        )
-        by_expert = torch.argsort(expert_of_row, stable=True)
-        rows_per_expert: List[int] = received_counts.view(self.ep, local_experts).sum(dim=0).tolist()
-        outputs = [
-            self.expert(rows, e) for e, rows in enumerate(received[by_expert].split(rows_per_expert))
-        ]
-        expert_out = torch.cat(outputs)[torch.argsort(by_expert)]
-
-        returned = spmd.all_to_all(expert_out, "dp", src=V, dst=V, split_sizes=(recv, send))
+        # Dispatch with partitioned shards (seed 004): the sorted copies are this
+        # rank's slice of every expert's tokens, an unaligned PS(0) with splits
+        # `counts`; the aligned PSA(0) layout gives each rank whole experts (its
+        # own, every sender's rows of expert 0, then of expert 1, ...).  The
+        # conversion exchanges the sizes, then the rows (two all_to_alls); its
+        # backward sends the gradients back to the senders.
+        dispatched: Dispatched = routed
+        splits: List[int] = counts.tolist()
+        grouped, grouped_splits = spmd.partitioned.unaligned_to_aligned(dispatched, "dp", splits)
+        expert_out = spmd.partitioned.map_partitions(self.expert, grouped, "dp", grouped_splits)
+        returned, _ = spmd.partitioned.aligned_to_unaligned(expert_out, "dp", grouped_splits)
         per_copy = returned[torch.argsort(order)].view(-1, self.top_k, h.shape[-1])
         out = h + (per_copy * gates.unsqueeze(-1)).sum(dim=1)
 

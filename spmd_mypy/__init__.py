@@ -9,7 +9,8 @@
         out = spmd.reinterpret(h @ w.T, "tp", src=V, dst=P)
         return spmd.all_reduce(out, "tp", src=P, dst=R)
 
-The vocabulary (Spmd, Axis, R/I/V/P/S, PartitionSpec) is pure Python and imported
+The vocabulary (Spmd, Axis, R/I/V/P/S, JAX's names Reduced/Unreduced/
+Invariant/Varying for R/P/I/V, PartitionSpec) is pure Python and imported
 eagerly, except the redistribution planner.  The runtime (collectives,
 set_mesh) imports torch, so it is loaded on first use: the mypy plugin imports
 this package without ever importing torch or the planner.
@@ -20,9 +21,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .vocab.aliases import Invariant, Reduced, Unreduced, Varying
 from .vocab.axis import Axis
 from .vocab.collectives import CollectiveError
-from .vocab.localtype import I, P, R, S, V
+from .vocab.localtype import PS, PSA, I, P, R, S, V
 from .vocab.spec import PartitionSpec, SpecError, Spmd
 
 __version__ = "0.1.0"
@@ -62,6 +64,13 @@ __all__ = [
     "V",
     "P",
     "S",
+    "Reduced",
+    "Unreduced",
+    "Invariant",
+    "Varying",
+    "PS",
+    "PSA",
+    "partitioned",
     "CollectiveError",
     "SpecError",
     "plan_redistribute",
@@ -87,9 +96,14 @@ if TYPE_CHECKING:
     from .runtime.mesh import current_mesh, set_mesh
     from .runtime.simulate import simulate
     from .runtime.trusted import trusted
+    from .runtime import partitioned
 
 
 def __getattr__(name: str) -> Any:
+    if name == "partitioned":  # the module of partitioned-shard conversions (seed 004)
+        value = importlib.import_module(".runtime.partitioned", __name__)
+        globals()[name] = value
+        return value
     if name in _LAZY_VOCAB:
         module = f".vocab.{_LAZY_VOCAB[name]}"
     elif name in _RUNTIME:
@@ -102,4 +116,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_RUNTIME) | set(_LAZY_VOCAB))
+    return sorted(set(globals()) | set(_RUNTIME) | set(_LAZY_VOCAB) | {"partitioned"})

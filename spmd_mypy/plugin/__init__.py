@@ -27,6 +27,8 @@ of times per run):
   DTensor from/to_local   dtensor.*_HOOKS         (placements and gradient placements against SPMD types)
   spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked)
   report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
+  spmd.partitioned.*      partitioned.HOOKS       (PS/PSA conversions; ops.op_hook and the
+                          collectives ask partitioned.py about PS/PSA operands)
   spmd.assert_like        layout_vars.HOOKS       (a flag-dependent Union tied to a witness)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
@@ -62,6 +64,7 @@ from . import (
     modules,
     ops,
     parameters,
+    partitioned,
     reading,
     relation,
     setup_check,
@@ -72,7 +75,7 @@ from . import (
 )
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
-from .guard import STRICT, default_return, guarded, nothing, report_skipped
+from .guard import STRICT, default_return, guarded, nothing, report_skipped, set_vocabulary
 from .annotations import mentions_spmd, mentions_untyped_torch
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
@@ -223,6 +226,7 @@ class SpmdPlugin(_mypy.Plugin):
         self.settings = config.load(getattr(options, "config_file", None))
         self._version = _rules_version()
         settings = self.settings
+        set_vocabulary(settings.vocabulary)  # messages in the user's words (guard.py)
         comms.configure(settings)
         dtensor.configure(settings)
         untyped_regions.configure(settings)
@@ -235,7 +239,8 @@ class SpmdPlugin(_mypy.Plugin):
         self._functions = _Hooks(
             _function_hook,
             _disjoint(
-                comms.hooks(global_mode.refine_collective, global_mode.spec_redistribute),
+                comms.hooks(partitioned.collective_refine(global_mode.refine_collective), global_mode.spec_redistribute),
+                partitioned.HOOKS,
                 declared.hooks(global_mode.exact_declared),
                 global_mode.HOOKS,
                 layout_vars.HOOKS,

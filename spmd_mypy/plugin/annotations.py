@@ -27,7 +27,8 @@ import ast
 import os
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
 
-from ..vocab.localtype import BY_LETTER, Shard
+from ..vocab.aliases import ALIASES
+from ..vocab.localtype import BY_LETTER, PartitionedShard, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
 from .positions import Pos, Span
 from .sourcefile import LastLook, file_version, parse_source, read_source, source_file
@@ -41,10 +42,16 @@ _SPEC_FULLNAMES = frozenset({"spmd_mypy.vocab.spec.PartitionSpec", "spmd_mypy.Pa
 SHARD_FULLNAMES = frozenset(
     {"spmd_mypy.vocab.localtype.Shard", "spmd_mypy.vocab.localtype.S", "spmd_mypy.S"}
 )
-LOCAL_TYPES = {  # fullname of R, I, V or P -> the type
-    f"{mod}.{letter}": t
+# PS(dim) / PSA(dim) (seed 004) -> whether the layout is aligned unless aligned= says
+PARTITIONED_FULLNAMES = {
+    f"{mod}.{name}": name == "PSA"
     for mod in ("spmd_mypy.vocab.localtype", "spmd_mypy")
-    for letter, t in BY_LETTER.items()
+    for name in ("PS", "PSA", "PartitionedShard")
+}
+LOCAL_TYPES = {  # fullname of R, I, V or P (or Reduced, ...) -> the type
+    f"{mod}.{letter}": t
+    for mod in ("spmd_mypy.vocab.localtype", "spmd_mypy.vocab.aliases", "spmd_mypy")
+    for letter, t in (*BY_LETTER.items(), *ALIASES.items())  # JAX's names too (vocab/aliases.py)
 }
 
 
@@ -397,6 +404,8 @@ def _int(node: ast.expr, line: int) -> int:
 def _axis_type(node: ast.expr, lookup: Lookup, line: int) -> object:
     if isinstance(node, ast.Call):
         full = _resolve(node.func, lookup, line)
+        if full in PARTITIONED_FULLNAMES:
+            return _partitioned(node, PARTITIONED_FULLNAMES[full], line)
         if full not in SHARD_FULLNAMES:
             raise AnnotationError(
                 f"{ast.unparse(node)!r} is not a local SPMD type (use R, I, V, P or S(dim))", line
@@ -411,6 +420,19 @@ def _axis_type(node: ast.expr, lookup: Lookup, line: int) -> object:
             f"{ast.unparse(node)!r} is not a local SPMD type (use R, I, V, P or S(dim))", line
         )
     return t
+
+
+def _partitioned(node: ast.Call, aligned: bool, line: int) -> object:
+    """PS(dim), PS(dim, aligned=True) or PSA(dim)."""
+    flags = {k.arg: k.value for k in node.keywords}
+    if len(node.args) != 1 or set(flags) - {"aligned"}:
+        raise AnnotationError("PS(dim) takes one int dim (and aligned=True or False)", line)
+    if "aligned" in flags:
+        value = flags["aligned"]
+        if not (isinstance(value, ast.Constant) and isinstance(value.value, bool)):
+            raise AnnotationError("PS(dim, aligned=...) takes True or False", line)
+        aligned = value.value
+    return PartitionedShard(_int(node.args[0], line), aligned)
 
 
 def _spec_entry(node: ast.expr, line: int) -> object:

@@ -8,13 +8,18 @@
                        # functions, methods and attributes that give the
                        # ProcessGroup of a mesh axis (plugin/groups.py)
     report_untyped = true  # report typed tensors entering unannotated code
+    vocabulary = jax   # messages name the types Reduced/Unreduced/Invariant/Varying
+                       # (default `letters`: R/P/I/V; vocab/aliases.py)
 """
 
 from __future__ import annotations
 
 import configparser
 import os
+import sys
 from typing import NamedTuple, Optional, Tuple
+
+from ..vocab.aliases import DEFAULT_VOCABULARY, vocabulary_names
 
 __all__ = ["Settings", "load"]
 
@@ -24,6 +29,7 @@ class Settings(NamedTuple):
     strict: bool = False
     groups: Tuple[Tuple[str, str], ...] = ()  # (fullname, axes text "tp" or "dp,tp")
     report_untyped: bool = False
+    vocabulary: str = DEFAULT_VOCABULARY
 
     def as_data(self) -> dict:
         return {
@@ -31,6 +37,7 @@ class Settings(NamedTuple):
             "strict": self.strict,
             "groups": [list(g) for g in self.groups],
             "report_untyped": self.report_untyped,
+            "vocabulary": self.vocabulary,
         }
 
 
@@ -52,6 +59,19 @@ def _groups(value: object) -> Tuple[Tuple[str, str], ...]:
             if sep and name.strip() and axis.strip():
                 entries.append((name.strip(), axis.strip()))
     return tuple((name, ",".join(a.strip() for a in axis.split("+"))) for name, axis in entries)
+
+
+def _vocabulary(value: object) -> str:
+    """A known vocabulary name; an unknown one is said on stderr and messages keep the letters."""
+    name = str(value).strip().lower()
+    if name not in vocabulary_names():
+        print(
+            f"spmd-mypy: [spmd_mypy] vocabulary = {value!r} is unknown (expected one of "
+            f"{', '.join(vocabulary_names())}); messages use {DEFAULT_VOCABULARY}",
+            file=sys.stderr,
+        )
+        return DEFAULT_VOCABULARY
+    return name
 
 
 def _truthy(value: object) -> bool:
@@ -81,4 +101,5 @@ def load(config_file: Optional[str]) -> Settings:
         strict=_truthy(section.get("strict", False)),
         groups=_groups(section.get("groups", "")),
         report_untyped=_truthy(section.get("report_untyped", False)),
+        vocabulary=_vocabulary(section.get("vocabulary", DEFAULT_VOCABULARY)),
     )

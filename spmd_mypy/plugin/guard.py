@@ -7,16 +7,22 @@ at the line saying that the check was skipped there.  Set the environment
 variable SPMD_MYPY_STRICT=1 and the exception propagates instead (mypy then
 stops with its internal-error report); the test suite runs that way, so a
 fallback anywhere in it is a failing test.
+
+`guarded` is also where messages take the user's vocabulary (`vocabulary =
+jax` in [spmd_mypy]: Reduced/Unreduced/Invariant/Varying for R/P/I/V):
+the spmd-* errors a hook reported are reworded when it returns
+(vocab/aliases.py has the words, _mypy/reword.py the rewriting).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, List, Optional, TypeVar
 
+from ..vocab.aliases import DEFAULT_VOCABULARY, reword
 from . import _mypy
-from .errors import SPMD_INTERNAL
+from .errors import ALL, SPMD_INTERNAL
 
 T = TypeVar("T")
 
@@ -33,10 +39,30 @@ def strict_mode(environ: Any = os.environ) -> bool:
 STRICT = strict_mode()
 
 
+# The vocabulary messages are reworded into; None: the letters they are written in.
+_VOCABULARY: List[Optional[str]] = [None]
+_CODES = frozenset(code.code for code in ALL)
+
+
+def set_vocabulary(name: str) -> None:
+    """The `vocabulary` setting (the plugin sets it when mypy loads it)."""
+    _VOCABULARY[0] = None if name == DEFAULT_VOCABULARY else name
+
+
+def _reworded(vocabulary: str) -> Callable[[str], str]:
+    return lambda message: reword(message, vocabulary)
+
+
 def guarded(fn: Hook[T], fallback: Hook[T]) -> Hook[T]:
     """`fn`, or on an exception `fallback` after reporting the skipped check."""
 
     def hook(ctx: Any) -> T:
+        vocabulary = _VOCABULARY[0]
+        if vocabulary is not None:
+            return _in_vocabulary(ctx, vocabulary, run)
+        return run(ctx)
+
+    def run(ctx: Any) -> T:
         try:
             return fn(ctx)
         except Exception as exc:
@@ -46,6 +72,14 @@ def guarded(fn: Hook[T], fallback: Hook[T]) -> Hook[T]:
             return fallback(ctx)
 
     return hook
+
+
+def _in_vocabulary(ctx: Any, vocabulary: str, run: Hook[T]) -> T:
+    mark = _mypy.error_mark(getattr(ctx, "api", None))
+    try:
+        return run(ctx)
+    finally:
+        _mypy.reword_since(mark, _CODES, _reworded(vocabulary))
 
 
 def skipped_text(fn: Any, exc: BaseException) -> str:

@@ -40,7 +40,7 @@ from ..vocab.opclasses import (
 )
 from ..vocab.opnames import OPERATOR_SYMBOLS, VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
-from . import _mypy, contraction
+from . import _mypy, contraction, partitioned
 from .callsite import has_typed_operand, operands, receiver_text, typed_result
 from .carrier import carrier, spmd_of
 from .errors import SPMD_BACKWARD, SPMD_INPLACE, SPMD_OP
@@ -380,6 +380,8 @@ def op_hook(
             return typed_result(ctx, refined[0], True)
         op_cls = cast_class(name, _dtype_written(ctx), cls) if receiver and name in DTYPE_CASTS else cls
         spmd = infer_all(ctx, name, op_cls, namespace, receiver)
+        if not isinstance(spmd, Alternatives):  # PS(i)/PSA(i) operands (seed 004)
+            spmd = partitioned.adjust(ctx, name, namespace, receiver, spmd)
         if op_cls is NONLINEAR and op_cls is not cls and isinstance(spmd, Spmd):
             spmd = Spmd.of(spmd.axes, spmd.spec, True, spmd.rest)  # an integer result: no gradient
         if isinstance(spmd, Alternatives):

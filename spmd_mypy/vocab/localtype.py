@@ -1,4 +1,4 @@
-"""Per-axis local SPMD types: R, I, V, P and S(i).
+"""Per-axis local SPMD types: R, I, V, P and S(i) (and PS(i)/PSA(i), seed 004).
 
 On one mesh axis a tensor is Replicate, Invariant, Varying or Partial.  S(i)
 is Varying with the extra promise that the per-rank tensors are the shards of
@@ -21,6 +21,9 @@ __all__ = [
     "V",
     "P",
     "S",
+    "PartitionedShard",
+    "PS",
+    "PSA",
     "BY_LETTER",
     "grad_type",
     "kind",
@@ -68,7 +71,8 @@ class Shard:
         raise AttributeError("S(i) is immutable")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Shard) and other.dim == self.dim
+        # type(...) is: a PartitionedShard of the same dim is another layout.
+        return type(other) is type(self) and other.dim == self.dim  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         return hash(("S", self.dim))
@@ -88,6 +92,54 @@ class Shard:
     def normalized(self, ndim: int) -> "Shard":
         """This shard with a negative dim resolved against a tensor of rank ndim."""
         return Shard(normalize_dim(self.dim, ndim))
+
+
+class PartitionedShard(Shard):
+    """PS(i) / PSA(i): S(i) whose dim is cut into partitions of sizes known only
+    at runtime (seed 004; vocab/partitioned.py has the layouts).
+
+    Unaligned (PS): every rank holds its own slice of every partition, in
+    partition order.  Aligned (PSA): every rank holds whole partitions (its
+    num_partitions / n of them).  Statically the layout is opaque: two PS
+    values meet only if they have the same dim and alignment, and the dim is
+    never reshaped, split or concatenated.  A subclass of Shard: wherever the
+    rules only ask "does it vary per rank", it is an S(i)."""
+
+    __slots__ = ("aligned",)
+    aligned: bool
+
+    def __init__(self, dim: int, aligned: bool = False) -> None:
+        super().__init__(dim)
+        if not isinstance(aligned, bool):
+            raise TypeError(f"PS(dim, aligned=...) takes True or False, got {aligned!r}")
+        object.__setattr__(self, "aligned", aligned)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, PartitionedShard) and other.dim == self.dim and other.aligned == self.aligned
+        )
+
+    def __hash__(self) -> int:
+        return hash(("PS", self.dim, self.aligned))
+
+    def __repr__(self) -> str:
+        return f"{'PSA' if self.aligned else 'PS'}({self.dim})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> tuple[type, tuple[int, bool]]:  # type: ignore[override]
+        return (PartitionedShard, (self.dim, self.aligned))
+
+    def normalized(self, ndim: int) -> "PartitionedShard":
+        return PartitionedShard(normalize_dim(self.dim, ndim), self.aligned)
+
+
+PS = PartitionedShard
+
+
+def PSA(dim: int) -> PartitionedShard:  # noqa: N802 - a type's name
+    """The aligned partitioned shard of tensor dim `dim`: PS(dim, aligned=True)."""
+    return PartitionedShard(dim, True)
 
 
 AxisType = Union[LocalType, Shard]
@@ -140,10 +192,10 @@ def parse_axis_type(text: str) -> AxisType:
     found = BY_LETTER.get(t)
     if found is not None:
         return found
-    if t.startswith("S(") and t.endswith(")"):
-        inner = t[2:-1].strip()
-        try:
-            return Shard(int(inner))
-        except ValueError:
-            pass
-    raise ValueError(f"not a local SPMD type: {text!r} (expected R, I, V, P or S(<dim>))")
+    for prefix, make in (("S(", Shard), ("PS(", PartitionedShard), ("PSA(", PSA)):
+        if t.startswith(prefix) and t.endswith(")"):
+            try:
+                return make(int(t[len(prefix):-1].strip()))
+            except ValueError:
+                pass
+    raise ValueError(f"not a local SPMD type: {text!r} (expected R, I, V, P, S(<dim>), PS(<dim>) or PSA(<dim>))")

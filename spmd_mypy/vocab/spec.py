@@ -300,7 +300,7 @@ class Spmd:
 
 # -- the canonical parser ------------------------------------------------------
 
-_TOKEN = re.compile(r"\s*(?:(\()|(\))|(,)|(=)|(S\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*|\*))")
+_TOKEN = re.compile(r"\s*(?:(\()|(\))|(,)|(=)|((?:PSA|PS|S)\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*|\*))")
 
 
 def _tokens(text: str) -> list[str]:

@@ -27,6 +27,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   signatures      signatures built from declared types (spmd.trusted)
   group_types     process groups that stand for mesh axes (AxisGroup[Literal[...]])
   typevars        type variables with values: layouts that follow a configuration
+  reword          messages in the user's vocabulary (rewording what a hook reported)
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ from .members import (
     without_none,
 )
 from .overrides import ignore_carrier_overrides
+from .reword import error_mark, reword_since
 from .finals import final_name, module_file, module_value, resolve_in_module
 from .partial_sites import declared_partial, source_text, span
 from .group_types import (
@@ -220,6 +222,9 @@ __all__ = [
     "stdlib_modules",
     "stub_findable",
     "type_position",
+    # reword
+    "error_mark",
+    "reword_since",
     # calls
     "autograd_function_forward",
     "call_args",
