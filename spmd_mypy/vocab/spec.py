@@ -27,6 +27,7 @@ import re
 from typing import Iterator, Mapping, Optional, Tuple, Union
 
 from .localtype import AxisType, I, LocalType, P, R, Shard, parse_axis_type
+from .subaxis import is_sub_axis, parse_axis_ref, spec_violation
 
 __all__ = ["PartitionSpec", "Spmd", "SpecError", "parse_spmd", "mismatches"]
 
@@ -41,6 +42,12 @@ DimEntry = Tuple[str, ...]  # mesh axes sharding one dim, major to minor
 
 
 def _check_axis_name(name: object, where: str) -> str:
+    """The canonical text of a mesh axis name or sub-axis ('x:(1)2'), or raise."""
+    if isinstance(name, str) and is_sub_axis(name):
+        try:
+            return parse_axis_ref(name).text()
+        except ValueError as e:
+            raise SpecError(f"{where}: {e}") from None
     if not isinstance(name, str) or not _AXIS_NAME.match(name):
         raise SpecError(f"{where}: mesh axis names are identifiers, got {name!r}")
     if name in ("spec", "nograd"):
@@ -72,12 +79,16 @@ class PartitionSpec:
                 raise SpecError(
                     f"PartitionSpec entries are None, an axis name or a tuple of axis names; got {entry!r}"
                 )
+            axes = tuple(_check_axis_name(a, "PartitionSpec") for a in axes)
             for a in axes:
-                _check_axis_name(a, "PartitionSpec")
                 if a in seen:
                     raise SpecError(f"PartitionSpec: mesh axis {a!r} shards more than one dim")
                 seen.add(a)
             dims.append(axes)
+        if any(is_sub_axis(a) for a in seen):
+            bad = spec_violation(dims)
+            if bad is not None:
+                raise SpecError(f"PartitionSpec: {bad}")
         object.__setattr__(self, "dims", tuple(dims))
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -166,7 +177,7 @@ class Spmd:
         checked: dict[str, AxisType] = {}
         for name in sorted(axes):
             t = axes[name]
-            _check_axis_name(name, "Spmd")
+            name = _check_axis_name(name, "Spmd")
             if not isinstance(t, (LocalType, Shard)):
                 raise SpecError(f"Spmd: axis {name!r} must be R, I, V, P or S(dim), got {t!r}")
             if spec is not None:
@@ -181,6 +192,10 @@ class Spmd:
                         f"an axis in the spec is varying (it shards its dim)"
                     )
             checked[name] = t
+        if any(is_sub_axis(a) for a in checked) or (spec is not None and any(is_sub_axis(a) for a in spec.axes)):
+            bad = spec_violation(spec.dims if spec is not None else (), checked)
+            if bad is not None:
+                raise SpecError(f"Spmd: {bad}")
         if spec is not None:
             for i, d in enumerate(spec.dims):
                 for a in d:
@@ -300,7 +315,9 @@ class Spmd:
 
 # -- the canonical parser ------------------------------------------------------
 
-_TOKEN = re.compile(r"\s*(?:(\()|(\))|(,)|(=)|(S\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*|\*))")
+_TOKEN = re.compile(
+    r"\s*(?:([A-Za-z_][A-Za-z0-9_]*:\(\d+\)\d+)|(\()|(\))|(,)|(=)|(S\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*|\*))"
+)
 
 
 def _tokens(text: str) -> list[str]:
