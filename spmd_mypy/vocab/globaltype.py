@@ -24,7 +24,7 @@ from typing import FrozenSet, Iterable, Mapping, Optional, Sequence, Tuple, Unio
 
 from .localtype import AxisType, I, LocalType, P, R, Shard, V
 from .spec import PartitionSpec, SpecError, Spmd
-from .subaxis import is_sub_axis, parse_axis_ref, spec_violation
+from .subaxis import is_sub_axis, keywords_violation, parse_axis_ref, spec_violation
 
 __all__ = ["GlobalType", "DTYPES", "dtype_name"]
 
@@ -121,7 +121,9 @@ class GlobalType:
                 raise SpecError(f"GlobalType: axis {a!r} is {t} and also in the spec or partial")
         loc = {a: t for a, t in sorted(loc.items()) if t is not R}
         if any(is_sub_axis(a) for a in (*used, *part, *loc)):
-            bad = spec_violation(spec.dims, (*sorted(part), *loc))
+            bad = spec_violation((), (*spec.axes, *sorted(part), *loc)) or keywords_violation(
+                {**{a: "P" for a in part}, **{a: str(t) for a, t in loc.items()}}
+            )
             if bad is not None:
                 raise SpecError(f"GlobalType: {bad}")
         rank = len(spec)

@@ -24,10 +24,10 @@ This module is pure Python: it imports neither torch nor mypy.
 from __future__ import annotations
 
 import re
-from typing import Iterator, Mapping, Optional, Tuple, Union
+from typing import Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 from .localtype import AxisType, I, LocalType, P, R, Shard, parse_axis_type
-from .subaxis import is_sub_axis, parse_axis_ref, spec_violation
+from .subaxis import is_sub_axis, keywords_violation, parse_axis_ref, spec_violation
 
 __all__ = ["PartitionSpec", "Spmd", "SpecError", "parse_spmd", "mismatches"]
 
@@ -62,10 +62,22 @@ class PartitionSpec:
     major), dim 1 is not sharded.  Immutable and hashable.
     """
 
-    __slots__ = ("dims",)
+    __slots__ = ("dims", "on_parts")
     dims: Tuple[DimEntry, ...]
+    on_parts: bool  # made by of_parts: the axes are parts of a split mesh (not compared)
 
     def __init__(self, *entries: Union[None, str, Tuple[str, ...]]) -> None:
+        self._build(entries, maximal=True)
+
+    @classmethod
+    def of_parts(cls, *entries: Union[None, str, Tuple[str, ...]]) -> "PartitionSpec":
+        """A spec over a mesh split at its sub-axes (the planner's), where each part
+        x:(m)k is a whole axis: adjacent parts of one dim are not merged."""
+        out = cls.__new__(cls)
+        out._build(entries, maximal=False)
+        return out
+
+    def _build(self, entries: Sequence[Union[None, str, Tuple[str, ...]]], maximal: bool) -> None:
         dims: list[DimEntry] = []
         seen: set[str] = set()
         for entry in entries:
@@ -86,16 +98,17 @@ class PartitionSpec:
                 seen.add(a)
             dims.append(axes)
         if any(is_sub_axis(a) for a in seen):
-            bad = spec_violation(dims)
+            bad = spec_violation(dims, maximal=maximal)
             if bad is not None:
                 raise SpecError(f"PartitionSpec: {bad}")
         object.__setattr__(self, "dims", tuple(dims))
+        object.__setattr__(self, "on_parts", not maximal)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("PartitionSpec is immutable")
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
-        return (PartitionSpec, tuple(d if d else None for d in self.dims))
+        return (PartitionSpec.of_parts, tuple(d if d else None for d in self.dims))
 
     def __len__(self) -> int:
         return len(self.dims)
@@ -193,7 +206,9 @@ class Spmd:
                     )
             checked[name] = t
         if any(is_sub_axis(a) for a in checked) or (spec is not None and any(is_sub_axis(a) for a in spec.axes)):
-            bad = spec_violation(spec.dims if spec is not None else (), checked)
+            bad = spec_violation((), [*(spec.axes if spec is not None else ()), *checked])
+            if bad is None and not (spec is not None and spec.on_parts):
+                bad = keywords_violation({a: str(t) for a, t in checked.items()})
             if bad is not None:
                 raise SpecError(f"Spmd: {bad}")
         if spec is not None:

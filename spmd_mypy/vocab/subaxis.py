@@ -39,6 +39,7 @@ __all__ = [
     "overlap",
     "spec_violation",
     "merge_dim",
+    "keywords_violation",
     "refine_mesh",
     "sub_coord",
 ]
@@ -119,15 +120,19 @@ def _coexist(a: AxisRef, b: AxisRef) -> bool:
 
 
 def spec_violation(
-    dims: Sequence[Sequence[str]], others: Iterable[str] = (), mesh: Optional[Mapping[str, int]] = None
+    dims: Sequence[Sequence[str]],
+    others: Iterable[str] = (),
+    mesh: Optional[Mapping[str, int]] = None,
+    maximal: bool = True,
 ) -> Optional[str]:
-    """Why these dims (and the other axes the type names) break an invariant, or None."""
+    """Why these dims (and the other axes the type names) break an invariant, or
+    None.  maximal=False: the parts of a split mesh, where adjacent parts stay apart."""
     refs: List[Tuple[AxisRef, str]] = []
     for j, d in enumerate(dims):
         for k, text in enumerate(d):
             r = parse_axis_ref(text)
             refs.append((r, f"dim {j}"))
-            if k and not r.full:
+            if k and not r.full and maximal:
                 prev = parse_axis_ref(d[k - 1])
                 if prev.name == r.name and not prev.full and prev.end() == r.pre:
                     merged = sub_axis_text(r.name, prev.pre, prev.size * r.size)  # type: ignore[operator]
@@ -153,6 +158,17 @@ def spec_violation(
                 )
             if a.name == b.name and not _coexist(a, b):
                 return f"sub-axes {b.text()} and {a.text()} are not parts of one split of {a.name!r}"
+    return None
+
+
+def keywords_violation(roles: Mapping[str, object]) -> Optional[str]:
+    """Sub-axes outside the dims (pending sums, replicated, ...) are maximal too: two
+    consecutive parts of one axis in one role are one sub-axis."""
+    refs = sorted((parse_axis_ref(a), t) for a, t in roles.items() if is_sub_axis(a))
+    for (a, ta), (b, tb) in zip(refs, refs[1:]):
+        if a.name == b.name and ta == tb and a.end() == b.pre:
+            merged = sub_axis_text(a.name, a.pre, a.size * b.size)  # type: ignore[operator]
+            return f"{a.text()} and {b.text()} are both {ta}; write the single sub-axis {merged} (sub-axes are maximal)"
     return None
 
 
