@@ -216,6 +216,7 @@ class SpmdPlugin(_mypy.Plugin):
         self._version = _rules_version()
         settings = self.settings
         comms.configure(settings)
+        global_mode.configure(settings)
         untyped_regions.configure(settings)
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer

@@ -8,6 +8,8 @@
                        # functions, methods and attributes that give the
                        # ProcessGroup of a mesh axis (plugin/groups.py)
     report_untyped = true  # report typed tensors entering unannotated code
+    mesh = dp:4, tp:8  # mesh axis sizes, when fixed: global code then splits
+                       # axes into sub-axes on reshapes and checks divisibility
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class Settings(NamedTuple):
     strict: bool = False
     groups: Tuple[Tuple[str, str], ...] = ()  # (fullname, axes text "tp" or "dp,tp")
     report_untyped: bool = False
+    mesh: Tuple[Tuple[str, int], ...] = ()  # (axis, size) when the sizes are fixed
 
     def as_data(self) -> dict:
         return {
@@ -31,6 +34,7 @@ class Settings(NamedTuple):
             "strict": self.strict,
             "groups": [list(g) for g in self.groups],
             "report_untyped": self.report_untyped,
+            "mesh": [list(m) for m in self.mesh],
         }
 
 
@@ -52,6 +56,20 @@ def _groups(value: object) -> Tuple[Tuple[str, str], ...]:
             if sep and name.strip() and axis.strip():
                 entries.append((name.strip(), axis.strip()))
     return tuple((name, ",".join(a.strip() for a in axis.split("+"))) for name, axis in entries)
+
+
+def _mesh(value: object) -> Tuple[Tuple[str, int], ...]:
+    """`dp:4, tp:8` (or dp=4), or a TOML table {dp = 4, tp = 8}; entries that do not
+    read as a name and a positive size are dropped."""
+    if isinstance(value, dict):
+        entries = [(str(k), str(v)) for k, v in value.items()]
+    else:
+        entries = []
+        for item in str(value).replace("\n", ",").split(","):
+            name, sep, size = item.replace("=", ":").partition(":")
+            if sep:
+                entries.append((name.strip(), size.strip()))
+    return tuple((name, int(size)) for name, size in entries if name.isidentifier() and size.isdigit() and int(size) > 0)
 
 
 def _truthy(value: object) -> bool:
@@ -81,4 +99,5 @@ def load(config_file: Optional[str]) -> Settings:
         strict=_truthy(section.get("strict", False)),
         groups=_groups(section.get("groups", "")),
         report_untyped=_truthy(section.get("report_untyped", False)),
+        mesh=_mesh(section.get("mesh", "")),
     )

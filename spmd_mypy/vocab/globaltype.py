@@ -121,7 +121,7 @@ class GlobalType:
                 raise SpecError(f"GlobalType: axis {a!r} is {t} and also in the spec or partial")
         loc = {a: t for a, t in sorted(loc.items()) if t is not R}
         if any(is_sub_axis(a) for a in (*used, *part, *loc)):
-            bad = spec_violation((), (*spec.axes, *sorted(part), *loc)) or keywords_violation(
+            bad = spec_violation(spec.dims, (*sorted(part), *loc), maximal=not spec.on_parts) or keywords_violation(
                 {**{a: "P" for a in part}, **{a: str(t) for a, t in loc.items()}}
             )
             if bad is not None:
@@ -199,10 +199,11 @@ class GlobalType:
 
     # -- Spmd conversion -------------------------------------------------------
     def to_spmd(self) -> Spmd:
-        """The Spmd (spec form) of this type: sharding axes in the spec, P/I/V as keywords."""
+        """The Spmd (spec form) of this type: sharding axes in the spec, P/I/V as
+        keywords, the known sizes as its shape."""
         axes: dict[str, AxisType] = {a: P for a in self.partial}
         axes.update(self.local)
-        return Spmd.of(axes, spec=self.spec, nograd=self.nograd)
+        return Spmd.of(axes, spec=self.spec, nograd=self.nograd, shape=self.sizes)
 
     @classmethod
     def from_spmd(
@@ -229,6 +230,8 @@ class GlobalType:
                 raise SpecError(f"{spmd}: the spec has rank {len(spmd.spec)}, not {ndim}")
             spec = spmd.spec
             entries: list[Entry] = [d if d else None for d in spec.dims]
+            if sizes is None:
+                sizes = spmd.shape
         else:
             if ndim is None:
                 raise SpecError(

@@ -161,6 +161,24 @@ class PartitionSpec:
         return "PartitionSpec(" + ", ".join(one(d) for d in self.dims) + ")"
 
 
+def _check_shape(
+    shape: Optional[Sequence[Optional[int]]], spec: Optional[PartitionSpec]
+) -> Optional[Tuple[Optional[int], ...]]:
+    if shape is None:
+        return None
+    if spec is None:
+        raise SpecError("Spmd(shape=...) needs spec=PartitionSpec(...): the spec fixes the rank the sizes are of")
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise SpecError(f"Spmd(shape=...) takes a tuple of sizes, got {shape!r}")
+    out = tuple(shape)
+    if len(out) != len(spec):
+        raise SpecError(f"Spmd: shape {out} has {len(out)} sizes, but the spec has rank {len(spec)}")
+    for n in out:
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise SpecError(f"Spmd(shape=...) takes non-negative ints (None: unknown), got {n!r}")
+    return out if any(n is not None for n in out) else None
+
+
 class Spmd:
     """The SPMD type of a tensor: a local type per mesh axis, optionally a spec.
 
@@ -168,7 +186,7 @@ class Spmd:
     Immutable, hashable, cheap to build (it is evaluated once per annotation).
     """
 
-    __slots__ = ("axes", "spec", "nograd", "rest", "_text", "_hash")
+    __slots__ = ("axes", "spec", "nograd", "rest", "shape", "_text", "_hash")
 
     axes: Mapping[str, AxisType]
     spec: Optional[PartitionSpec]
@@ -177,11 +195,19 @@ class Spmd:
     # have one: a factory's result is R on every axis (`*=R` in the canonical
     # form); annotations leave unnamed axes unknown (None).
     rest: Optional[AxisType]
+    # The global sizes, where the annotation states them (spec form only; None:
+    # not stated; an entry None: that dim's size unknown).
+    shape: Optional[Tuple[Optional[int], ...]]
     _text: str  # canonical(), set on first use
     _hash: int  # __hash__(), set on first use
 
     def __init__(
-        self, *, spec: Optional[PartitionSpec] = None, nograd: bool = False, **axes: AxisType
+        self,
+        *,
+        spec: Optional[PartitionSpec] = None,
+        nograd: bool = False,
+        shape: Optional[Sequence[Optional[int]]] = None,
+        **axes: AxisType,
     ) -> None:
         if not isinstance(nograd, bool):
             raise SpecError(f"Spmd(nograd=...) takes True or False, got {nograd!r}")
@@ -206,8 +232,9 @@ class Spmd:
                     )
             checked[name] = t
         if any(is_sub_axis(a) for a in checked) or (spec is not None and any(is_sub_axis(a) for a in spec.axes)):
-            bad = spec_violation((), [*(spec.axes if spec is not None else ()), *checked])
-            if bad is None and not (spec is not None and spec.on_parts):
+            parts = spec is not None and spec.on_parts
+            bad = spec_violation(spec.dims if spec is not None else (), checked, maximal=not parts)
+            if bad is None and not parts:
                 bad = keywords_violation({a: str(t) for a, t in checked.items()})
             if bad is not None:
                 raise SpecError(f"Spmd: {bad}")
@@ -219,6 +246,7 @@ class Spmd:
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "nograd", nograd)
         object.__setattr__(self, "rest", None)
+        object.__setattr__(self, "shape", _check_shape(shape, spec))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Spmd is immutable")
@@ -233,10 +261,11 @@ class Spmd:
         spec: Optional[PartitionSpec] = None,
         nograd: bool = False,
         rest: Optional[AxisType] = None,
+        shape: Optional[Sequence[Optional[int]]] = None,
     ) -> "Spmd":
         """Build from a mapping of axis name to type (the keywords of Spmd(...)),
-        and the type of every other axis (`rest`, per-axis form only)."""
-        out = cls(spec=spec, nograd=nograd, **axes)
+        the type of every other axis (`rest`, per-axis form only) and the sizes."""
+        out = cls(spec=spec, nograd=nograd, shape=shape, **axes)
         if rest is not None:
             if spec is not None:
                 raise SpecError("Spmd: the spec form already makes every unnamed axis R")
@@ -288,6 +317,8 @@ class Spmd:
             parts.insert(0, f"*={self.rest}")
         if spec is not None:
             parts.append(f"spec={spec.canonical()}")
+        if self.shape is not None:
+            parts.append("shape=(" + ",".join("?" if n is None else str(n) for n in self.shape) + ",)"[len(self.shape) != 1 :])
         if self.nograd:
             parts.append("nograd")
         text = ", ".join(parts)
@@ -303,6 +334,8 @@ class Spmd:
         ]
         if spec is not None:
             parts.insert(0, f"spec={spec!r}")
+        if self.shape is not None:
+            parts.insert(1, f"shape={self.shape!r}")
         if self.nograd:
             parts.append("nograd=True")
         if self.rest is not None:
@@ -316,6 +349,7 @@ class Spmd:
             and other.spec == self.spec
             and other.nograd == self.nograd
             and other.rest == self.rest
+            and other.shape == self.shape
         )
 
     def __hash__(self) -> int:
@@ -323,7 +357,7 @@ class Spmd:
             return self._hash
         except AttributeError:
             pass
-        h = hash((tuple(self.axes.items()), self.spec, self.nograd, self.rest))
+        h = hash((tuple(self.axes.items()), self.spec, self.nograd, self.rest, self.shape))
         object.__setattr__(self, "_hash", h)
         return h
 
@@ -331,7 +365,7 @@ class Spmd:
 # -- the canonical parser ------------------------------------------------------
 
 _TOKEN = re.compile(
-    r"\s*(?:([A-Za-z_][A-Za-z0-9_]*:\(\d+\)\d+)|(\()|(\))|(,)|(=)|(S\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*|\*))"
+    r"\s*(?:([A-Za-z_][A-Za-z0-9_]*:\(\d+\)\d+)|(\()|(\))|(,)|(=)|(S\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*|\*|\d+|\?))"
 )
 
 
@@ -390,6 +424,7 @@ class _Parser:
         spec = None
         nograd = False
         rest: Optional[AxisType] = None
+        shape: Optional[Tuple[Optional[int], ...]] = None
         while self.peek() is not None:
             name = self.take()
             if name == "nograd" and self.peek() in (None, ","):
@@ -400,6 +435,8 @@ class _Parser:
             self.take("=")
             if name == "spec":
                 spec = self.spec()
+            elif name == "shape":
+                shape = self.sizes()
             elif name == "*":
                 try:
                     rest = parse_axis_type(self.take())
@@ -412,7 +449,20 @@ class _Parser:
                     raise SpecError(str(e)) from None
             if self.peek() is not None:
                 self.take(",")
-        return Spmd.of(axes, spec, nograd, rest)
+        return Spmd.of(axes, spec, nograd, rest, shape)
+
+    def sizes(self) -> Tuple[Optional[int], ...]:
+        self.take("(")
+        out: list[Optional[int]] = []
+        while self.peek() != ")":
+            tok = self.take()
+            if not (tok == "?" or tok.isdigit()):
+                raise SpecError(f"cannot parse SPMD type {self.text!r}: a size is an int or ?, got {tok!r}")
+            out.append(None if tok == "?" else int(tok))
+            if self.peek() == ",":
+                self.take(",")
+        self.take(")")
+        return tuple(out)
 
 
 def parse_spmd(text: str) -> Spmd:

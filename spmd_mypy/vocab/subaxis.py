@@ -42,6 +42,7 @@ __all__ = [
     "keywords_violation",
     "refine_mesh",
     "sub_coord",
+    "indivisible_dim",
 ]
 
 _REF = re.compile(r'\s*"?([A-Za-z_][A-Za-z0-9_]*)"?\s*(?::\s*\(\s*(\d+)\s*\)\s*(\d+))?\s*\Z')
@@ -239,3 +240,28 @@ def sub_coord(text: str, coord: int, n: int) -> int:
     if r.full:
         return coord
     return (coord // (n // (r.pre * r.size))) % r.size  # type: ignore[operator]
+
+
+def indivisible_dim(
+    dims: Sequence[Sequence[str]], shape: Sequence[Optional[int]], mesh: Mapping[str, int]
+) -> Optional[str]:
+    """Why a dim of known size is not divisible by the devices that shard it, or None.
+
+    Shardy allows it (the dim is padded up to a multiple); every shard here
+    has the same size, so it is reported with the padding it would need."""
+    for j, (axes, size) in enumerate(zip(dims, shape)):
+        known = [axis_size(a, mesh) for a in axes]
+        if size is None or not axes or None in known:
+            continue
+        n = 1
+        for k in known:
+            n *= k  # type: ignore[operator]
+        if size % n:
+            padded = -(-size // n) * n
+            return (
+                f"dim {j} has size {size}, sharded on {', '.join(repr(a) for a in axes)} ({n} devices), which "
+                f"does not divide it; the ranks' shards would differ in size (Shardy pads the dim to "
+                f"{padded}). Hint: pad it to {padded} (torch.nn.functional.pad) before sharding, or use "
+                f"the per-axis redistribute with split_sizes"
+            )
+    return None

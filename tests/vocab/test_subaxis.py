@@ -199,3 +199,52 @@ def test_sub_axes_in_global_text_round_trip() -> None:
     for r in itertools.product(["x:(1)2"], ["x:(2)2"]):
         assert GlobalType([r[0], r[1]]).to_spmd().spec == PartitionSpec(*r)
     assert Spmd(spec=PartitionSpec("x:(1)2"), y=R) == parse_spmd("spec=(x:(1)2,), y=R")
+
+
+# -- static sizes: Spmd(shape=...) and the divisibility check ------------------------------
+
+
+def test_spmd_shape_round_trips_and_is_checked() -> None:
+    s = Spmd(spec=PartitionSpec("dp", None, "tp"), shape=(4, None, 16))
+    assert str(s) == "spec=(dp, None, tp), shape=(4,?,16)"
+    assert parse_spmd(str(s)) == s and pickle.loads(pickle.dumps(s)) == s
+    assert s != Spmd(spec=PartitionSpec("dp", None, "tp"))
+    assert str(Spmd(spec=PartitionSpec("dp"), shape=(8,))) == "spec=(dp,), shape=(8,)"
+    assert Spmd(spec=PartitionSpec("dp"), shape=(None,)).shape is None  # nothing known: no shape
+    g = GlobalType.from_spmd(s)
+    assert str(g) == "[4@dp,?,16@tp]" and g.to_spmd() == s
+    for bad, words in [
+        (lambda: Spmd(dp=P, shape=(4,)), "needs spec="),
+        (lambda: Spmd(spec=PartitionSpec("dp"), shape=(4, 4)), "rank 1"),
+        (lambda: Spmd(spec=PartitionSpec("dp"), shape=(-1,)), "non-negative"),
+        (lambda: Spmd(spec=PartitionSpec("dp"), shape="4"), "tuple of sizes"),
+    ]:
+        with pytest.raises(SpecError, match=words):
+            bad()
+
+
+def test_indivisible_dims_are_named_with_their_padding() -> None:
+    from spmd_mypy.vocab.subaxis import indivisible_dim
+
+    mesh = {"x": 8, "y": 2, "z": 3}
+    # the seed's example: tensor<7x3x8> sharded [{"x"}, {"y"}, {"z"}]
+    text = indivisible_dim([("x",), ("y",), ("z",)], (7, 3, 8), mesh)
+    assert text is not None and text.startswith("dim 0 has size 7, sharded on 'x' (8 devices)")
+    assert "pads the dim to 8" in text
+    assert indivisible_dim([("x",), ("y",), ("z",)], (8, 4, 9), mesh) is None
+    assert "dim 1" in (indivisible_dim([(), ("y", "x:(1)2")], (4, 6), mesh) or "")  # 2 * 2 devices
+    assert indivisible_dim([("x",)], (None,), mesh) is None  # size unknown: nothing to say
+
+
+def test_mesh_setting_is_read(tmp_path: "pytest.TempPathFactory") -> None:
+    from spmd_mypy.plugin import config
+
+    def read(value: str) -> object:
+        ini = tmp_path / "mypy.ini"  # type: ignore[operator]
+        ini.write_text(f"[spmd_mypy]\nmesh = {value}\n")
+        return config.load(str(ini)).mesh
+
+    assert read("dp:4, tp:8") == (("dp", 4), ("tp", 8))
+    assert read("dp=4, tp = 2") == (("dp", 4), ("tp", 2))
+    assert read("dp:0, tp:x, 3:2") == ()
+    assert config.Settings().mesh == ()
