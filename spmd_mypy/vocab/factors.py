@@ -25,9 +25,11 @@ turns the operand ranks, the known sizes and the literal arguments into a
   * sharded sum factors need out_partial_axes equal to their axes and make
     the result P on them;
   * a dim made of several factors is sharded on its major factor only, unless
-    the major factor is fully sharded (known sizes); a reshape that would need
-    a sub-axis ("x":(1)2) is an error naming it;
-  * no mesh axis appears twice in the result;
+    the major factor is fully sharded (known sizes); with the mesh sizes, an
+    axis larger than the factor it starts in is split into sub-axes ("x":(1)2
+    for this factor, "x":(2)2 for the next: seed 002), and adjacent parts of
+    one axis in a result dim merge back (into the axis when they cover it);
+  * no mesh axis, or part of one, appears twice in the result;
   * the local per-axis rules of opclasses.py still hold (global refines
     local): a Partial operand enters linear ops only, P * R stays P, ...
 
