@@ -82,6 +82,7 @@ RULES: Final[Mapping[str, str]] = {
     "collective": "(collectives) src/dst is not a valid pair for the op",
     "src-mismatch": "a collective's src does not match the value's type on the axis",
     "not-minor": "a per-axis collective acts only on the minor axes of a dim",
+    "split-axis": "a per-axis collective names an axis the value holds in sub-axes (or a part of one it holds whole)",
     "varying-form": "the V forms of collectives have no global rule",
     "reinterpret-global": "a reinterpret that changes the global value has no global rule",
 }

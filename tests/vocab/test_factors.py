@@ -725,6 +725,11 @@ def test_collective_accepted(t, op, axis, src, dst, kw, result) -> None:
 
 
 COLLECTIVE_REJECTED = [
+    ("f32[2@x:(1)2,4@x:(2)2]", "all_gather", "x", S(1), R, {}, "split-axis",
+     "spmd.all_gather(x, 'x', src=S(1), dst=R) on x: f32[2@x:(1)2,4@x:(2)2]: x holds 'x' as x:(1)2 (dim 0), "
+     "x:(2)2 (dim 1); a per-axis op acts on an axis or part the type names: name 'x:(2)2', or use the "
+     "spec-level redistribute", ""),
+    ("f32[8@x,4]", "all_gather", "x:(2)2", S(0), R, {}, "split-axis", "x holds 'x:(2)2' as x (dim 0)", ""),
     ("f32[8@(dp,tp),16]", "all_gather", "dp", S(0), R, {}, "not-minor",
      "spmd.all_gather(x, 'dp', src=S(0), dst=R) on x: f32[8@(dp,tp),16]: dim 0 is sharded on ('dp', 'tp') "
      "(major to minor) and a per-axis op acts only on its last (minor) axis; use the spec-level redistribute",
