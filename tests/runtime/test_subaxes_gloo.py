@@ -1,6 +1,7 @@
 """Sub-axes at runtime, on 4 real gloo ranks (mesh x=4): a sub-axis x:(m)k is the
 sub-group of x's ranks that differ only in that digit of their x coordinate.
 
+The same redistribute cases also run on 4 simulated ranks in this process.
 Checked against full tensors on one process, written here without the package:
 the per-rank inputs are cut from a random full tensor by the src type (a device
 with x coordinate c has digit (c // (4 // (m*k))) % k along x:(m)k; Partial
@@ -22,6 +23,7 @@ from torch import Tensor
 import spmd_mypy as spmd
 from gloo_harness import GlooRun, gloo_available, plain, spawn_and_collect, tensor_of
 from spmd_mypy import P, PartitionSpec, R, S, Spmd
+from spmd_mypy.vocab import parse_spmd
 
 PS = PartitionSpec
 N = 4  # ranks, all on axis x
@@ -30,7 +32,7 @@ WORLD = N
 
 def digit(a: str, c: int) -> Tuple[int, int]:
     """(size, this device's coordinate) along axis x or a sub-axis x:(m)k."""
-    if a == "x":
+    if ":" not in a:  # the whole axis
         return N, c
     pre, size = int(a[a.index("(") + 1 : a.index(")")]), int(a[a.index(")") + 1 :])
     return size, (c // (N // (pre * size))) % size
@@ -122,6 +124,39 @@ CASES: List[Case] = [
     Case("major half->rows", Spmd(spec=PS(H1, None)), Spmd(spec=PS("x", None)),
          (((H1,), ()), ()), ((("x",), ()), ()), (((H1,), ()), (H2,)), ((("x",), ()), ()), (8, 3)),
 ]
+
+
+def _renamed(case: Case, axis: str) -> Case:
+    """The case on a mesh whose one axis is named `axis` instead of x."""
+
+    def lay(layout: Layout) -> Layout:
+        dims, partial = layout
+        return tuple(tuple(a.replace("x", axis) for a in d) for d in dims), tuple(a.replace("x", axis) for a in partial)
+
+    def typ(t: Spmd) -> Spmd:
+        return parse_spmd(str(t).replace("x", axis))
+
+    return Case(case.id, typ(case.src), typ(case.dst), lay(case.src_lay), lay(case.dst_lay),
+                lay(case.src_grad), lay(case.dst_grad), case.shape)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_redistribute_with_sub_axes_on_simulated_ranks(sim: Any, case: Case) -> None:
+    """The same cases on 4 simulated ranks in this process (the 1-d mesh w=4)."""
+    from torch.distributed._local_tensor import LocalTensorMode
+
+    c = _renamed(case, "w")
+    xs = distribute(values(c.id, c.shape), c.src_lay, c.id)
+    gs = distribute(values(c.id + "|g", c.shape), c.dst_grad, c.id + "|g")
+    with LocalTensorMode(N) as mode, spmd.set_mesh(sim.meshes["1d"]):
+        x = mode.rank_map(lambda r: xs[r].clone()).requires_grad_()
+        y = spmd.redistribute(x, src=c.src, dst=c.dst)
+        y.backward(mode.rank_map(lambda r: gs[r].clone()))
+        assert x.grad is not None
+        ys = {r: y._local_tensors[r].detach().clone() for r in range(N)}
+        gxs = {r: x.grad._local_tensors[r].clone() for r in range(N)}
+    torch.testing.assert_close(assemble(ys, c.dst_lay, c.shape), values(c.id, c.shape), rtol=0, atol=0)
+    torch.testing.assert_close(assemble(gxs, c.src_grad, c.shape), values(c.id + "|g", c.shape), rtol=0, atol=0)
 
 
 def test_cases_plan_on_the_split_mesh() -> None:
