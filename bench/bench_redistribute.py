@@ -1,10 +1,10 @@
 """Spec-level redistribute: planned communication volume against the lower bounds.
 
 For every row of the redistribute tables in the project's targets (mesh dp=2 x
-tp=2 and dp=4 x tp=8), plan the transition with spmd.plan_redistribute (no
-torch, nothing runs), run torch's own DTensor.redistribute on a fake process
-group side by side (dtensor_volume.py: what each device receives, counted),
-and print:
+tp=2 and dp=4 x tp=8), and rows with sub-axes (seed 002), plan the transition
+with spmd.plan_redistribute (no torch, nothing runs), run torch's own
+DTensor.redistribute on a fake process group side by side (dtensor_volume.py:
+what each device receives, counted), and print:
 
   transition   the row, as in the targets
   steps        the plan's steps (op over axes)
@@ -14,7 +14,8 @@ and print:
                docstring; ring/halving figures for reduce-scatter/all-reduce)
   bound        the lower bound from the targets
   DTensor      torch 2.13's DTensor.redistribute, measured: max received / N
-               (n/a: DTensor's placements cannot express the type)
+               (n/a: DTensor's placements cannot express the type, e.g.
+               a sub-axis tp:(1)2)
   DTc          DTensor's collectives
   plan/bound   the target is 1.00 on every row
   DT/plan      how many times more DTensor's plan receives
@@ -66,6 +67,18 @@ ROWS: List[Tuple[dict, str, Spmd, Spmd, Fraction]] = [
      Fraction(31, 16)),
     (M48, "[S0@dp, S0@tp] -> [R, S0@tp]", Spmd(spec=PS(("dp", "tp"), None)), Spmd(spec=PS("tp", None)),
      Fraction(1, 8)),
+    # sub-axes (seed 002): what a reshape that splits tp's dim leaves, and back; bounds
+    # by brute force (tests/vocab/test_redistribute_subaxes.py), (g-1)/g for the P row
+    (M48, "[S0@tp:(1)2, S1@tp:(2)4] -> [S0@tp, R]", Spmd(spec=PS("tp:(1)2", "tp:(2)4")),
+     Spmd(spec=PS("tp", None)), Fraction(3, 32)),
+    (M48, "[S0@tp:(1)2, S1@tp:(2)4] -> R", Spmd(spec=PS("tp:(1)2", "tp:(2)4")), Spmd(spec=PS(None, None)),
+     Fraction(7, 8)),
+    (M48, "S0@(dp,tp:(1)2) -> [S0@dp, S1@tp:(1)2]", Spmd(spec=PS(("dp", "tp:(1)2"), None)),
+     Spmd(spec=PS("dp", "tp:(1)2")), Fraction(1, 16)),
+    (M48, "P@tp -> [S0@tp:(1)2, S1@tp:(2)4]", Spmd(spec=PS(None, None), tp=P),
+     Spmd(spec=PS("tp:(1)2", "tp:(2)4")), Fraction(7, 8)),
+    (M48, "[S0@tp:(2)4, S1@dp] -> [S0@dp, S1@tp:(2)4]", Spmd(spec=PS("tp:(2)4", "dp")),
+     Spmd(spec=PS("dp", "tp:(2)4")), Fraction(1, 16)),
 ]
 
 
@@ -79,7 +92,8 @@ def _dtensor(shape: Tuple[int, ...]) -> Dict[Tuple[str, str], Optional[Tuple[Fra
 
     out: Dict[Tuple[str, str], Optional[Tuple[Fraction, Tuple[str, ...]]]] = {}
     for mesh in (M22, M48):
-        rows = [(name, src, dst) for m, name, src, dst, _ in ROWS if m is mesh]
+        # DTensor's placements have no sub-axes: those rows print n/a
+        rows = [(name, src, dst) for m, name, src, dst, _ in ROWS if m is mesh and ":" not in name]
         for name, got in dtensor_volumes(rows, mesh, shape).items():
             out[(_mesh_text(mesh), name)] = got
     return out
@@ -98,7 +112,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     shape = tuple(args.shape)
     dtensor = {} if args.no_dtensor else _dtensor(shape)
     header = (
-        f"{'mesh':<8} {'transition':<40} {'steps':<34} {'coll':>4} {'plan':>6} {'bound':>6} "
+        f"{'mesh':<8} {'transition':<44} {'steps':<34} {'coll':>4} {'plan':>6} {'bound':>6} "
         f"{'DTensor':>7} {'DTc':>3} {'plan/bound':>10} {'DT/plan':>7} {'bwd':>6}"
     )
     print(f"shape {list(shape)}, volumes per device in units of N = the full tensor")
@@ -115,7 +129,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         dt = dtensor.get((_mesh_text(mesh), name))
         dt_vol, dt_coll = (str(dt[0]), str(len(dt[1]))) if dt is not None else ("n/a", "n/a")
         print(
-            f"{_mesh_text(mesh):<8} {name:<40} {steps:<34} {plan.collectives:>4} {str(vol):>6} {str(bound):>6} "
+            f"{_mesh_text(mesh):<8} {name:<44} {steps:<34} {plan.collectives:>4} {str(vol):>6} {str(bound):>6} "
             f"{dt_vol:>7} {dt_coll:>3} {_ratio(vol, bound):>10} "
             f"{_ratio(dt[0], vol) if dt is not None else 'n/a':>7} {str(plan.backward().volume):>6}"
         )

@@ -229,6 +229,7 @@ class SpmdPlugin(_mypy.Plugin):
         set_vocabulary(settings.vocabulary)  # messages in the user's words (guard.py)
         comms.configure(settings)
         dtensor.configure(settings)
+        global_mode.configure(settings)
         untyped_regions.configure(settings)
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer

@@ -62,6 +62,7 @@ class Meta(NamedTuple):
     line: int
     ambiguous: bool = False  # a string annotation holding several tensors
     misplaced: bool = False  # a Tensor nested in a container Annotated with Spmd
+    dims: Optional[Tuple[Optional[int], ...]] = None  # jaxtyping's shape string beside it, read
 
 
 class AnnotationError(Exception):
@@ -168,14 +169,48 @@ def _collect_annotated(node: ast.Subscript, out: Dict[Pos, Meta], shift: Optiona
     first = elts[0]
     pos = shift if shift is not None else (first.lineno, first.col_offset)
     line = shift[0] if shift is not None else node.lineno
-    meta = Meta(tuple(elts[1:]), line)
+    jax = _jaxtyping(first)
+    meta = Meta(tuple(elts[1:]), line, dims=jax[1] if jax is not None else None)
     out.setdefault(pos, meta)
-    if shift is None and isinstance(first, (ast.Subscript, ast.BinOp)):
+    if jax is not None:  # Float[Tensor, "b s h"]: mypy reads it as the tensor inside
+        inner = jax[0]
+        out.setdefault(shift if shift is not None else (inner.lineno, inner.col_offset), meta)
+    elif shift is None and isinstance(first, (ast.Subscript, ast.BinOp)):
         # Annotated[list[Tensor], Spmd(...)]: the Spmd would be lost on
         # the container; the Tensors inside report it (reading.py).
         for inner in ast.walk(first):
             if isinstance(inner, (ast.Name, ast.Attribute)):
                 out[(inner.lineno, inner.col_offset)] = meta._replace(misplaced=True)
+
+
+# jaxtyping's array types (under a type checker, each is typing.Annotated).
+JAXTYPING_NAMES = frozenset(
+    "Shaped Num Real Inexact Float Float8e4m3fn Float8e5m2 BFloat16 Float16 Float32 Float64 "
+    "Complex Complex64 Complex128 Integer Int Int4 Int8 Int16 Int32 Int64 UInt UInt4 UInt8 "
+    "UInt16 UInt32 UInt64 Bool Key".split()
+)
+
+
+def _jaxtyping(node: ast.expr) -> Optional[Tuple[ast.expr, Optional[Tuple[Optional[int], ...]]]]:
+    """For Float[Tensor, "b 8 h"]: the tensor expression and the sizes the string
+    states (an int where written, None for a named dim; None for the whole when
+    the rank is not fixed: "*b", "...").  None if node is not such a type."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.slice, ast.Tuple):
+        return None
+    name = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+    elts = node.slice.elts
+    if name not in JAXTYPING_NAMES or len(elts) != 2:
+        return None
+    text = elts[1]
+    if not (isinstance(text, ast.Constant) and isinstance(text.value, str)):
+        return None
+    sizes: List[Optional[int]] = []
+    for part in text.value.split():
+        if part.startswith("*") or part == "..." or part.startswith("#*"):
+            return elts[0], None
+        size = part.split("=")[-1].lstrip("#")
+        sizes.append(int(size) if size.isdigit() else None)
+    return elts[0], tuple(sizes)
 
 
 def _collect_string(node: ast.Constant, text: str, out: Dict[Pos, Meta]) -> None:
@@ -486,6 +521,8 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
         if found is not None:
             raise AnnotationError("two Spmd(...) in one annotation; keep one", meta.line)
         found = _decode_call_memo(expr, lookup, meta.line)
+    if found is not None and meta.dims is not None and found.shape is None:
+        found = _with_dims(found, meta.dims, meta.line)
     if found is not None and not found.axes and found.spec is None:
         raise AnnotationError("Spmd() names no mesh axis; give each axis its type, e.g. Spmd(tp=V)", meta.line)
     if found is not None and meta.misplaced:
@@ -495,6 +532,32 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
             meta.line,
         )
     return found
+
+
+def _with_dims(found: Spmd, dims: Tuple[Optional[int], ...], line: int) -> Spmd:
+    """The Spmd with the sizes jaxtyping's string states (spec form: same rank)."""
+    if found.spec is None:
+        return found  # the per-axis form fixes no rank; the sizes stay unknown
+    if len(dims) != len(found.spec):
+        raise AnnotationError(
+            f"the jaxtyping shape has {len(dims)} dims, but the spec {found.spec.canonical()} has "
+            f"rank {len(found.spec)}",
+            line,
+        )
+    keep = {a: t for a, t in found.axes.items() if a not in found.spec.axes}
+    return Spmd.of(keep, found.spec, found.nograd, shape=dims)
+
+
+def _shape(node: ast.expr, line: int) -> Tuple[Optional[int], ...]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        out: List[Optional[int]] = []
+        for e in node.elts:
+            if isinstance(e, ast.Constant) and e.value is None:
+                out.append(None)
+            else:
+                out.append(_int(e, line))
+        return tuple(out)
+    raise AnnotationError(f"shape= takes a tuple of ints (None: unknown), got {ast.unparse(node)!r}", line)
 
 
 def _lookup_name(name: str, lookup: Lookup) -> Optional[str]:
@@ -538,12 +601,15 @@ def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:
         )
     spec = None
     nograd = False
+    shape: Optional[Tuple[Optional[int], ...]] = None
     axes: Dict[str, object] = {}
     for kw in call.keywords:
         if kw.arg is None:
             raise AnnotationError("Spmd(**...) cannot be checked statically; name each axis", line)
         if kw.arg == "spec":
             spec = _partition_spec(kw.value, lookup, line)
+        elif kw.arg == "shape":
+            shape = _shape(kw.value, line)
         elif kw.arg == "nograd":
             if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
                 raise AnnotationError("nograd= takes True or False", line)
@@ -551,6 +617,6 @@ def _decode_call(call: ast.Call, lookup: Lookup, line: int) -> Spmd:
         else:
             axes[kw.arg] = _axis_type(kw.value, lookup, line)
     try:
-        return Spmd.of(axes, spec, nograd)  # type: ignore[arg-type]
+        return Spmd.of(axes, spec, nograd, shape=shape)  # type: ignore[arg-type]
     except SpecError as e:
         raise AnnotationError(str(e), line) from None

@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence
 from ..vocab.collectives import REDUCE_OPS
 from ..vocab.localtype import AxisType
 from ..vocab.spec import Spmd
+from ..vocab.subaxis import base_axis
 from . import _mypy
 from .callsite import one_arg
 from .carrier import spmd_of
@@ -23,7 +24,7 @@ def axes_known(ctx: Any, op: str, axes: Sequence[str], settings: Optional[Settin
     one of them (reported; False when one is not)."""
     if settings is None or not settings.axes:
         return True
-    unknown = [a for a in axes if a not in settings.axes]
+    unknown = [a for a in axes if base_axis(a) not in settings.axes]
     if not unknown:
         return True
     ctx.api.fail(

@@ -10,6 +10,8 @@
     report_untyped = true  # report typed tensors entering unannotated code
     vocabulary = jax   # messages name the types Reduced/Unreduced/Invariant/Varying
                        # (default `letters`: R/P/I/V; vocab/aliases.py)
+    mesh = dp:4, tp:8  # mesh axis sizes, when fixed: global code then splits
+                       # axes into sub-axes on reshapes and checks divisibility
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class Settings(NamedTuple):
     report_untyped: bool = False
     vocabulary: str = DEFAULT_VOCABULARY
 
+    mesh: Tuple[Tuple[str, int], ...] = ()  # (axis, size) when the sizes are fixed
+
     def as_data(self) -> dict:
         return {
             "axes": list(self.axes),
@@ -38,6 +42,8 @@ class Settings(NamedTuple):
             "groups": [list(g) for g in self.groups],
             "report_untyped": self.report_untyped,
             "vocabulary": self.vocabulary,
+
+            "mesh": [list(m) for m in self.mesh],
         }
 
 
@@ -74,6 +80,20 @@ def _vocabulary(value: object) -> str:
     return name
 
 
+def _mesh(value: object) -> Tuple[Tuple[str, int], ...]:
+    """`dp:4, tp:8` (or dp=4), or a TOML table {dp = 4, tp = 8}; entries that do not
+    read as a name and a positive size are dropped."""
+    if isinstance(value, dict):
+        entries = [(str(k), str(v)) for k, v in value.items()]
+    else:
+        entries = []
+        for item in str(value).replace("\n", ",").split(","):
+            name, sep, size = item.replace("=", ":").partition(":")
+            if sep:
+                entries.append((name.strip(), size.strip()))
+    return tuple((name, int(size)) for name, size in entries if name.isidentifier() and size.isdigit() and int(size) > 0)
+
+
 def _truthy(value: object) -> bool:
     if isinstance(value, bool):
         return value
@@ -102,4 +122,6 @@ def load(config_file: Optional[str]) -> Settings:
         groups=_groups(section.get("groups", "")),
         report_untyped=_truthy(section.get("report_untyped", False)),
         vocabulary=_vocabulary(section.get("vocabulary", DEFAULT_VOCABULARY)),
+
+        mesh=_mesh(section.get("mesh", "")),
     )

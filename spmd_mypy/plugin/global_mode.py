@@ -57,6 +57,16 @@ GLOBAL_OPS = "spmd_mypy.runtime.global_ops."
 Typed = Optional[Tuple[Optional[Spmd]]]  # None: not handled here; (type or None,)
 
 
+# The mesh axis sizes of the `mesh` setting (empty: not fixed), for reshapes
+# that split an axis into sub-axes and for divisibility.
+_MESH: Dict[str, int] = {}
+
+
+def configure(settings: Any) -> None:
+    _MESH.clear()
+    _MESH.update(dict(settings.mesh))
+
+
 class Scope(NamedTuple):
     axes: Tuple[str, ...]  # () = every mesh axis
 
@@ -81,7 +91,7 @@ def to_global(spmd: Spmd, scope: Scope) -> Optional[GlobalType]:
     entries = [tuple(a for a in d if scope.has(a)) or None for d in spmd.spec.dims]
     partial = [a for a, t in spmd.axes.items() if t is P and scope.has(a)]
     local = {a: t for a, t in spmd.axes.items() if not isinstance(t, Shard) and t is not P and scope.has(a)}
-    return GlobalType(entries, partial, local=local, nograd=spmd.nograd)
+    return GlobalType(entries, partial, local=local, nograd=spmd.nograd, sizes=spmd.shape)
 
 
 def _local_only(scope: Scope, names: Sequence[str] = ()) -> Callable[[Spmd], Spmd]:
@@ -103,8 +113,12 @@ def _has_local_axes(spmds: Sequence[Spmd], scope: Scope) -> bool:
     return bool(scope.axes) and any(not scope.has(a) for s in spmds for a in s.axes)
 
 
-def merge(g: GlobalType, local: Optional[Spmd], scope: Scope, out_partial: Sequence[str] = ()) -> Spmd:
-    """The Spmd of a global result plus the types of the axes that stay local."""
+def merge(
+    g: GlobalType, local: Optional[Spmd], scope: Scope, out_partial: Sequence[str] = (), sized: bool = True
+) -> Spmd:
+    """The Spmd of a global result plus the types of the axes that stay local.
+    sized=False drops the result's sizes (sizes flow from annotations that state
+    them: an op on operands without sizes gives a type without them)."""
     gs = g.to_spmd()
     spec = gs.spec
     axes: Dict[str, AxisType] = {a: t for a, t in gs.axes.items() if spec is None or a not in spec.axes}
@@ -117,7 +131,7 @@ def merge(g: GlobalType, local: Optional[Spmd], scope: Scope, out_partial: Seque
     for a in out_partial:
         if not scope.has(a):
             axes[a] = P
-    return Spmd.of(axes, spec, nograd)
+    return Spmd.of(axes, spec, nograd, shape=gs.shape if sized else None)
 
 
 def _fail(ctx: Any, err: FactorError, code: _mypy.ErrorCode = SPMD_GLOBAL) -> None:
@@ -233,7 +247,7 @@ def _global_op(
         return (None,)
     global_partial = [a for a in out_partial if scope.has(a)]
     try:
-        g = propagate(fname, operands, params, global_partial, names=names)
+        g = propagate(fname, operands, params, global_partial, names=names, mesh=_MESH)
     except FactorError as err:
         if err.code == "bad-param" and missing:
             return (None,)
@@ -246,7 +260,7 @@ def _global_op(
         names_local = sorted({a for o in spmds for a in o.axes if not scope.has(a)})
         local = ops.infer(ctx, name, cls, namespace, receiver, project=_local_only(scope, names_local))
         _check_local_partial(ctx, name, local, [a for a in out_partial if not scope.has(a)])
-    return (merge(g, local, scope, out_partial),)
+    return (merge(g, local, scope, out_partial, sized=any(o.shape is not None for o in spmds)),)
 
 
 # -- spmd.matmul / einsum / linear / sum / mean with out_partial_axes -------------------
@@ -430,6 +444,10 @@ def _spec_redistribute(ctx: Any) -> _mypy.Type:
                 ctx.context,
                 code,
             )
+    if actual is not None and actual.shape is not None and dst.spec is not None and dst.shape is None:
+        if len(actual.shape) == len(dst.spec):  # the value keeps its global sizes
+            keep = {a: t for a, t in dst.axes.items() if a not in dst.spec.axes}
+            dst = Spmd.of(keep, dst.spec, dst.nograd, shape=actual.shape)
     return _mypy.replace_tensors(default, carrier(ctx.api, dst))
 
 

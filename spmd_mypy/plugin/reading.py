@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ..vocab.localtype import V
 from ..vocab.spec import Spmd
+from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
 from .annotations import AnnotationError, decode, mentions_untyped_torch, scan, seen_without_spmd
 from .global_scopes import global_axes_at
@@ -37,10 +38,14 @@ route_values = guarded(_route_values, nothing)
 
 
 def check_axes(spmd: Spmd, settings: Settings) -> None:
-    """Configured axes and strict mode (AnnotationError)."""
+    """Configured axes, strict mode and, with the mesh sizes and a shape, divisible dims (AnnotationError)."""
+    if settings.mesh and spmd.spec is not None and spmd.shape is not None:
+        bad = indivisible_dim(spmd.spec.dims, spmd.shape, dict(settings.mesh))
+        if bad is not None:
+            raise AnnotationError(bad, 0)
     if not settings.axes:
         return
-    unknown = [a for a in spmd.axes if a not in settings.axes]
+    unknown = [a for a in spmd.axes if base_axis(a) not in settings.axes]
     if unknown:
         raise AnnotationError(
             f"unknown mesh axis {unknown[0]!r} (the configured axes are {', '.join(settings.axes)})",

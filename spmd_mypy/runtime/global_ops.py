@@ -13,7 +13,8 @@ followed by reinterpret(V -> P) on those axes, except for `mean`, which
 divides by the product of the axes' sizes so that the sum over ranks is the
 mean over the full dim (each rank only sees its shard's element count).  The
 mypy plugin types the result; at runtime the keyword is checked (names of
-the current mesh's dims, none twice) and otherwise costs nothing.
+the current mesh's dims or sub-axes of them, "tp:(1)2", none twice) and
+otherwise costs nothing.
 
 A bias added inside the op (`linear(x, w, b, out_partial_axes=...)`) is added
 on every rank, so the sum over ranks counts it once per rank unless it is
@@ -33,6 +34,7 @@ from torch import Tensor
 
 from ..vocab.collectives import CollectiveError
 from ..vocab.spec import Spmd
+from ..vocab.subaxis import base_axis, is_sub_axis, parse_axis_ref
 from .mesh import current_mesh
 
 __all__ = ["matmul", "einsum", "linear", "sum", "mean", "global_spmd", "local_map"]
@@ -55,7 +57,7 @@ def _partial_axes(op: str, out_partial_axes: Axes) -> Tuple[str, ...]:
     if axes and mesh is not None:
         names = tuple(mesh.mesh_dim_names or ())
         for a in axes:
-            if a not in names:
+            if a not in names and not (is_sub_axis(a) and base_axis(a) in names):
                 raise CollectiveError(
                     f"spmd.{op}: out_partial_axes names {a!r}, which is not a dim of the current "
                     f"mesh (dims: {names})"
@@ -134,7 +136,7 @@ def mean(
     names = tuple(mesh.mesh_dim_names or ())
     n = 1
     for a in axes:
-        n *= mesh.size(names.index(a))
+        n *= parse_axis_ref(a).size if is_sub_axis(a) else mesh.size(names.index(a))  # type: ignore[operator]
     return out / n
 
 

@@ -2,7 +2,9 @@
 
 An axis argument is a mesh dim name ("tp"), a tuple of names in mesh order
 (("dp", "tp"): one collective over the flattened group, dp major), or a
-ProcessGroup.  Resolution is cached per mesh, so the hot path of a collective
+ProcessGroup.  A name may be a sub-axis "tp:(1)2" (vocab/subaxis.py): the
+sub-group of the ranks that differ only in that part of their tp coordinate,
+from the mesh split at the sub-axes named.  Resolution is cached per mesh, so the hot path of a collective
 is one dictionary lookup.
 """
 
@@ -17,6 +19,7 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
 from ..vocab.collectives import CollectiveError
+from ..vocab.subaxis import base_axis, is_sub_axis, parse_axis_ref, refine_mesh
 from ._local import simulated_group_coord
 
 __all__ = ["set_mesh", "current_mesh", "Comm", "DeferredComm", "resolve_axis", "resolve_axis_lazily", "AxisArg", "prepare_axes"]
@@ -108,6 +111,9 @@ def _resolve_names(mesh: DeviceMesh, axis: Union[str, Tuple[str, ...]]) -> Comm:
     axes = axis if isinstance(axis, tuple) else (axis,)
     if not axes:
         raise CollectiveError("an empty tuple of axes names no communicator")
+    if any(isinstance(a, str) and is_sub_axis(a) for a in axes):
+        mesh, axes = _split_mesh(mesh, axes)
+        names = _dim_names(mesh)
     for a in axes:
         if not isinstance(a, str) or a not in names:
             raise CollectiveError(f"{a!r} is not a dim of the current mesh (dims: {names})")
@@ -131,6 +137,43 @@ def _resolve_names(mesh: DeviceMesh, axis: Union[str, Tuple[str, ...]]) -> Comm:
     if not any(m is mesh and a == tuple(axes) for m, a, _ in _FLATTENED):
         _FLATTENED.append((mesh, tuple(axes), comm))
     return comm
+
+
+# Meshes split at sub-axes: (mesh, split mesh's (name, size) items, split DeviceMesh).
+_SPLIT: list[tuple[DeviceMesh, Tuple[Tuple[str, int], ...], DeviceMesh]] = []
+
+
+def _split_mesh(mesh: DeviceMesh, axes: Tuple[str, ...]) -> Tuple[DeviceMesh, Tuple[str, ...]]:
+    """The mesh with its axes split at these sub-axes (x:(m)k: the devices of x
+    reshaped to [m, k, n/(m*k)]), and the parts that make up `axes`, in order.
+
+    The split mesh lists the same ranks in the same order, so a part's group is
+    the sub-group of its mesh axis: the ranks that differ only in that digit of
+    their coordinate along the axis.  Made once per mesh and split (creating
+    its groups is collective: every rank resolves the same names in step)."""
+    names = _dim_names(mesh)
+    items = tuple((a, mesh.size(i)) for i, a in enumerate(names))
+    for a in axes:
+        if not isinstance(a, str) or base_axis(a) not in names:
+            raise CollectiveError(f"{a!r} is not a dim of the current mesh or a sub-axis of one (dims: {names})")
+    try:
+        fine, cover = refine_mesh(items, axes)
+    except ValueError as e:
+        raise CollectiveError(str(e)) from None
+    parts = tuple(p for a in axes for p in cover[parse_axis_ref(a).text()])
+    for m, f, split in _SPLIT:
+        if m is mesh and f == fine:
+            return split, parts
+    if torch.compiler.is_compiling():
+        raise CollectiveError(
+            f"under torch.compile, the sub-axes {axes} need their groups made beforehand: run one "
+            f"collective on them outside the compiled code first, or call "
+            f"spmd_mypy.runtime.mesh.prepare_axes(mesh, {axes})"
+        )
+    ranks = mesh.mesh.reshape([n for _, n in fine])
+    split = DeviceMesh(mesh.device_type, ranks, mesh_dim_names=tuple(a for a, _ in fine))
+    _SPLIT.append((mesh, fine, split))
+    return split, parts
 
 
 # Flattened groups made by eager calls, for compiled code (a list: Dynamo traces `is`).

@@ -79,9 +79,9 @@ def redistribute_spec(x: Tensor, src: Spmd, dst: Spmd) -> Tensor:
 def run_plan(x: Tensor, plan: RedistPlan) -> Tensor:
     """Run a plan made for the current mesh on this rank's local tensor x."""
     mesh = _mesh_items()
-    if mesh != plan.mesh:
+    if mesh != plan.base_mesh:
         raise CollectiveError(
-            f"spmd.redistribute: the plan is for mesh {dict(plan.mesh)}, the current mesh is {dict(mesh)}"
+            f"spmd.redistribute: the plan is for mesh {dict(plan.base_mesh)}, the current mesh is {dict(mesh)}"
         )
     want = local_shape(plan.src, plan.shape, dict(plan.mesh))
     if tuple(x.shape) != want:

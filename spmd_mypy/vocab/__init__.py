@@ -6,6 +6,7 @@ adapters read these modules instead of restating any rule.
   localtype    R, I, V, P, S(i), the gradient-type map, parsing of one axis type
   axis         Axis: the mesh axis a ProcessGroup stands for
   spec         PartitionSpec, Spmd, the canonical string form and its parser
+  subaxis      sub-axes "x":(m)k of a mesh axis (Shardy), their invariants, the split mesh
   collectives  src/dst signatures, forward->backward table, expert-only set
   opclasses    classes of torch ops and the per-axis rule of each class
 """

@@ -52,7 +52,8 @@ def tuple_text(axes: Sequence[str]) -> str:
 
 
 def redistribute_call(name: str, src: GlobalType, dst: GlobalType) -> str:
-    """The spec-level redistribute from src to dst, as a call."""
+    """The spec-level redistribute from src to dst, as a call (the layouts only: no sizes)."""
+    src, dst = src.replace(sizes=None), dst.replace(sizes=None)
     return f"spmd.redistribute({name}, src={src.to_spmd()!r}, dst={dst.to_spmd()!r})"
 
 

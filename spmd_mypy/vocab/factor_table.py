@@ -66,8 +66,7 @@ RULES: Final[Mapping[str, str]] = {
     "axis-twice": "no mesh axis may shard two dims of the result (or shard one and be partial)",
     "broadcast-sharded": "a broadcast (size-1) dim cannot be sharded",
     "reshape-minor": "a merged dim can be sharded on its major part only",
-    "sub-axis": "the reshape would need a sub-axis, which a PartitionSpec cannot express",
-    "not-divisible": "the reshape splits a sharded dim where the axis size does not divide",
+    "not-divisible": "the reshape splits a sharded dim where the axis size and the part's size divide neither way",
     "unknown-sizes": "a reshape of a sharded tensor needs known sizes",
     "local-global-mixed": "an axis is sharded in one operand and Varying (local mode) in another",
     "partial-index": "an index operand cannot be Partial",
@@ -83,6 +82,7 @@ RULES: Final[Mapping[str, str]] = {
     "collective": "(collectives) src/dst is not a valid pair for the op",
     "src-mismatch": "a collective's src does not match the value's type on the axis",
     "not-minor": "a per-axis collective acts only on the minor axes of a dim",
+    "split-axis": "a per-axis collective names an axis the value holds in sub-axes (or a part of one it holds whole)",
     "varying-form": "the V forms of collectives have no global rule",
     "reinterpret-global": "a reinterpret that changes the global value has no global rule",
 }

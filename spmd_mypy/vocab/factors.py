@@ -25,9 +25,11 @@ turns the operand ranks, the known sizes and the literal arguments into a
   * sharded sum factors need out_partial_axes equal to their axes and make
     the result P on them;
   * a dim made of several factors is sharded on its major factor only, unless
-    the major factor is fully sharded (known sizes); a reshape that would need
-    a sub-axis ("x":(1)2) is an error naming it;
-  * no mesh axis appears twice in the result;
+    the major factor is fully sharded (known sizes); with the mesh sizes, an
+    axis larger than the factor it starts in is split into sub-axes ("x":(1)2
+    for this factor, "x":(2)2 for the next: seed 002), and adjacent parts of
+    one axis in a result dim merge back (into the axis when they cover it);
+  * no mesh axis, or part of one, appears twice in the result;
   * the local per-axis rules of opclasses.py still hold (global refines
     local): a Partial operand enters linear ops only, P * R stays P, ...
 
@@ -74,6 +76,7 @@ from .factor_table import (
     has_rule,
 )
 from .globaltype import GlobalType, dtype_name
+from .subaxis import axis_size, base_axis, merge_dim, overlap, parse_axis_ref, sub_axis_text
 from .localtype import I, LocalType, P, R, V
 from .opclasses import LINEAR, NO_GRAD_RESULTS, NONLINEAR, RANDOM, SCALAR, OpRuleError, combine, op_class_or_none
 
@@ -154,7 +157,8 @@ def propagate(
     _check_summed(c, sig, seen, factor_axes, out_partial)  # 3. sharded sums are declared partial
     result, origin = _result_dims(c, sig, seen, factor_axes, mesh, out_partial)  # 4. the result's dims
     # 5. the local per-axis rules (global refines local)
-    partial, local = _local_rules(op, row, operands, names, out_partial, {a for e in result for a in e})
+    placed = {a for e in result for a in e}
+    partial, local = _local_rules(op, row, operands, names, out_partial, placed | {base_axis(a) for a in placed})
     for a in sorted(partial):
         if a in origin:
             raise_axis_twice(op, a, origin[a], (-1, ""), seen, operands, names)
@@ -241,15 +245,27 @@ def _result_dims(
                     code="reshape-minor",
                 )
             for a in fa:
-                if a in origin:
-                    raise_axis_twice(c.op, a, origin[a], (e, f), seen, c.operands, c.names)
+                twice = _overlapping(a, origin)
+                if twice is not None:
+                    raise_axis_twice(c.op, twice, origin[twice], (e, f), seen, c.operands, c.names)
                 origin[a] = (e, f)
             here.extend(fa)
-        result.append(tuple(here))
+        result.append(merge_dim(here, mesh) if any(":" in a for a in here) else tuple(here))
     for a in sorted(out_partial):
-        if a in origin:  # a summed axis also shards a result dim
-            raise_axis_twice(c.op, a, origin[a], (-1, ""), seen, c.operands, c.names)
+        twice = _overlapping(a, origin)
+        if twice is not None:  # a summed axis also shards a result dim
+            raise_axis_twice(c.op, twice, origin[twice], (-1, ""), seen, c.operands, c.names)
     return result, origin
+
+
+def _overlapping(axis: str, placed: Mapping[str, object]) -> Optional[str]:
+    """The axis already placed that is `axis` or shares a part of a mesh axis with it."""
+    if axis in placed:
+        return axis
+    if not any(":" in a for a in placed) and ":" not in axis:
+        return None
+    ref = parse_axis_ref(axis)
+    return next((a for a in placed if overlap(ref, parse_axis_ref(a))), None)
 
 
 def _result_type(
@@ -289,7 +305,8 @@ def _split_axes(
 
     Without sizes every axis goes to the major factor.  With sizes an axis
     fills the current factor; a filled factor passes on to the next; an axis
-    larger than what is left would need a sub-axis.
+    larger than what is left is split into sub-axes (Shardy's "x":(m)k): its
+    major part fills this factor and the rest goes on to the next.
     """
     out: Dict[str, List[str]] = {f: [] for f in factors}
     if len(factors) == 1:
@@ -299,36 +316,31 @@ def _split_axes(
     assert isinstance(t, GlobalType)
     fi = 0
     cap = sig.sizes.get(factors[0])
-    for a in axes:
-        m = mesh.get(a)
+    todo = list(axes)
+    while todo:
+        a = todo.pop(0)
+        m = axis_size(a, mesh)
         if m is None or cap is None:
             out[factors[fi]].append(a)
             continue
         if cap % m == 0:
             out[factors[fi]].append(a)
             cap //= m
-            if cap == 1 and fi + 1 < len(factors):
-                fi += 1
-                cap = sig.sizes.get(factors[fi])
-            continue
-        if m % cap == 0 and fi + 1 < len(factors):
-            nxt = sig.sizes.get(factors[fi + 1])
-            pre = m // cap
+        elif m % cap == 0 and fi + 1 < len(factors):
+            ref = parse_axis_ref(a)
+            out[factors[fi]].append(sub_axis_text(ref.name, ref.pre, cap))
+            todo.insert(0, sub_axis_text(ref.name, ref.pre * cap, m // cap))
+            cap = 1
+        else:
             raise FactorError(
-                f"{op}: axis {a!r} (size {m}) shards dim {d} of {c.names[k]}: {t}, but the part of "
-                f"that dim it would shard has size {cap}; keeping the data in place needs the "
-                f"sub-axes {a!r}:(1){cap} and {a!r}:({cap}){pre}"
-                + (f" (the next part has size {nxt})" if nxt is not None else "")
-                + ", which a PartitionSpec cannot express",
+                f"{op}: axis {a!r} (size {m}) shards dim {d} of {c.names[k]}: {t}, but the part of that "
+                f"dim it would shard has size {cap}, which {m} does not divide",
                 gather_call(c.names[k], t, d),
-                code="sub-axis",
+                code="not-divisible",
             )
-        raise FactorError(
-            f"{op}: axis {a!r} (size {m}) shards dim {d} of {c.names[k]}: {t}, but the part of that "
-            f"dim it would shard has size {cap}, which {m} does not divide",
-            gather_call(c.names[k], t, d),
-            code="not-divisible",
-        )
+        if cap == 1 and fi + 1 < len(factors):
+            fi += 1
+            cap = sig.sizes.get(factors[fi])
     return {f: tuple(v) for f, v in out.items()}
 
 
@@ -339,9 +351,10 @@ def _fully_sharded(
     for f in factors:
         size = sig.sizes.get(f)
         axes = factor_axes.get(f, ())
-        if size is None or any(a not in mesh for a in axes):
+        known = [axis_size(a, mesh) for a in axes]
+        if size is None or None in known:
             return False
-        if math.prod(mesh[a] for a in axes) != size:
+        if math.prod(known) != size:  # type: ignore[arg-type]
             return False
     return True
 
@@ -416,7 +429,7 @@ def _local_rules(
         if axis in out_partial or result is P:
             partial.add(axis)
         elif result is V:
-            if axis in result_axes:
+            if axis in result_axes or base_axis(axis) in result_axes:
                 continue
             if axis in in_spec and cls != RANDOM:
                 raise FactorError(

@@ -24,6 +24,7 @@ from typing import FrozenSet, Iterable, Mapping, Optional, Sequence, Tuple, Unio
 
 from .localtype import AxisType, I, LocalType, P, R, Shard, V
 from .spec import PartitionSpec, SpecError, Spmd
+from .subaxis import is_sub_axis, keywords_violation, parse_axis_ref, spec_violation
 
 __all__ = ["GlobalType", "DTYPES", "dtype_name"]
 
@@ -102,14 +103,12 @@ class GlobalType:
             spec = PartitionSpec(*spec)
         if isinstance(partial, str):
             partial = (partial,)
-        part = frozenset(partial)
+        part = frozenset(_axis_name(a) for a in partial)
         used = set(spec.axes)
         for a in sorted(part):
-            if not isinstance(a, str) or not a.isidentifier():
-                raise SpecError(f"GlobalType: partial axes are mesh axis names, got {a!r}")
             if a in used:
                 raise SpecError(f"GlobalType: axis {a!r} both shards a dim and is partial")
-        loc = dict(local or {})
+        loc = {_axis_name(a): t for a, t in (local or {}).items()}
         for a in sorted(loc):
             t = loc[a]
             if t is R:
@@ -121,6 +120,12 @@ class GlobalType:
             if a in used or a in part:
                 raise SpecError(f"GlobalType: axis {a!r} is {t} and also in the spec or partial")
         loc = {a: t for a, t in sorted(loc.items()) if t is not R}
+        if any(is_sub_axis(a) for a in (*used, *part, *loc)):
+            bad = spec_violation(spec.dims, (*sorted(part), *loc), maximal=not spec.on_parts) or keywords_violation(
+                {**{a: "P" for a in part}, **{a: str(t) for a, t in loc.items()}}
+            )
+            if bad is not None:
+                raise SpecError(f"GlobalType: {bad}")
         rank = len(spec)
         if sizes is None:
             fixed: Sizes = (None,) * rank
@@ -194,10 +199,11 @@ class GlobalType:
 
     # -- Spmd conversion -------------------------------------------------------
     def to_spmd(self) -> Spmd:
-        """The Spmd (spec form) of this type: sharding axes in the spec, P/I/V as keywords."""
+        """The Spmd (spec form) of this type: sharding axes in the spec, P/I/V as
+        keywords, the known sizes as its shape."""
         axes: dict[str, AxisType] = {a: P for a in self.partial}
         axes.update(self.local)
-        return Spmd.of(axes, spec=self.spec, nograd=self.nograd)
+        return Spmd.of(axes, spec=self.spec, nograd=self.nograd, shape=self.sizes)
 
     @classmethod
     def from_spmd(
@@ -224,6 +230,8 @@ class GlobalType:
                 raise SpecError(f"{spmd}: the spec has rank {len(spmd.spec)}, not {ndim}")
             spec = spmd.spec
             entries: list[Entry] = [d if d else None for d in spec.dims]
+            if sizes is None:
+                sizes = spmd.shape
         else:
             if ndim is None:
                 raise SpecError(
@@ -332,7 +340,18 @@ class GlobalType:
         return hash((self.spec, self.partial, tuple(self.local.items()), self.dtype, self.sizes, self.nograd))
 
 
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?::\(\d+\)\d+)?"  # an axis or a sub-axis x:(m)k
+
+
+def _axis_name(a: object) -> str:
+    """The canonical text of a mesh axis or sub-axis name, or raise SpecError."""
+    if isinstance(a, str) and a.isidentifier():
+        return a
+    try:
+        return parse_axis_ref(a).text()  # type: ignore[arg-type]
+    except ValueError:
+        raise SpecError(f"GlobalType: axes are mesh axis names or sub-axes ('x:(1)2'), got {a!r}") from None
+
 _TEXT = re.compile(r"([A-Za-z][A-Za-z0-9]*)?\[(.*)\]\s*(?:\{(.*)\})?\Z")
 _DIM = re.compile(rf"(\?|\d+)(?:@(?:({_NAME})|\(\s*({_NAME}(?:\s*,\s*{_NAME})*)\s*\)))?\Z")
 _EXTRA = re.compile(rf"([PIV]):(?:({_NAME})|\(\s*({_NAME}(?:\s*,\s*{_NAME})*)\s*\))\Z")

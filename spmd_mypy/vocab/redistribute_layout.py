@@ -11,11 +11,12 @@ This module is pure Python: it imports neither torch nor mypy.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from .collectives import CollectiveError
 from .localtype import BY_LETTER, AxisType, Shard, V, grad_type
-from .spec import PartitionSpec, Spmd
+from .spec import PartitionSpec, SpecError, Spmd
+from .subaxis import base_axis, is_sub_axis, merge_dim, parse_axis_ref, refine_mesh
 
 __all__ = [
     "Shape",
@@ -34,6 +35,8 @@ __all__ = [
     "global_shape",
     "local_shape",
     "grad_spmd",
+    "refined",
+    "coarse",
 ]
 
 Shape = Tuple[int, ...]
@@ -78,7 +81,7 @@ class Layout(NamedTuple):
         return Layout(new_dims, other)
 
     def spmd(self) -> Spmd:
-        spec = PartitionSpec(*[(d[0] if len(d) == 1 else d) if d else None for d in self.dims])
+        spec = PartitionSpec.of_parts(*[(d[0] if len(d) == 1 else d) if d else None for d in self.dims])
         return Spmd.of({a: BY_LETTER[k] for a, k in self.other if k != "R"}, spec)
 
 
@@ -205,9 +208,57 @@ def shape_tuple(shape: object) -> Shape:
     return out
 
 
+def refined(items: MeshItems, spmds: Sequence[Spmd]) -> Tuple[MeshItems, Tuple[Spmd, ...]]:
+    """The mesh split at the sub-axes the types name, and the types on it.
+
+    A sub-axis x:(m)k is a part of axis x: splitting x at every boundary of
+    the sub-axes named gives a mesh of whole axes over the same devices in
+    the same order (x's parts major first, named by their sub-axis text), on
+    which each sub-axis, and x itself, is a run of parts.  Types without
+    sub-axes come back unchanged.
+    """
+    texts = {a for s in spmds for a in s.axes}
+    if not any(is_sub_axis(a) for a in texts):
+        return items, tuple(spmds)
+    try:
+        new_items, cover = refine_mesh(items, texts)
+    except ValueError as e:
+        raise RedistributeError(f"spmd.redistribute: {e}") from None
+    out = []
+    for s in spmds:
+        if s.spec is None:
+            raise RedistributeError(f"spmd.redistribute: {s} names a sub-axis; write it in the spec form")
+        dims = [tuple(p for a in d for p in cover.get(a, (a,))) for d in s.spec.dims]
+        axes = {p: t for a, t in s.axes.items() if a not in s.spec.axes for p in cover.get(a, (a,))}
+        try:
+            spec = PartitionSpec.of_parts(*[d if d else None for d in dims])
+            out.append(Spmd.of(axes, spec, s.nograd))
+        except SpecError as e:
+            raise RedistributeError(f"spmd.redistribute: {s}: {e}") from None
+    return new_items, tuple(out)
+
+
+def coarse(spmd: Spmd, items: MeshItems) -> Spmd:
+    """A type on a split mesh written on the mesh `items` again: adjacent parts
+    of one axis merged into the sub-axis (or the axis) they make up."""
+    if spmd.spec is None or not any(is_sub_axis(a) for a in spmd.axes):
+        return spmd
+    sizes = dict(items)
+    dims = [merge_dim(d, sizes) for d in spmd.spec.dims]
+    by_type: Dict[AxisType, List[str]] = {}
+    for a, t in spmd.axes.items():
+        if a not in spmd.spec.axes:
+            by_type.setdefault(t, []).append(a)
+    axes: Dict[str, AxisType] = {}
+    for t, names in by_type.items():
+        names.sort(key=lambda a: (base_axis(a), parse_axis_ref(a).pre))
+        axes.update((a, t) for a in merge_dim(names, sizes))
+    return Spmd.of(axes, PartitionSpec(*[d if d else None for d in dims]), spmd.nograd)
+
+
 def global_shape(spmd: Spmd, local: Sequence[int], mesh: Mapping[str, int]) -> Shape:
     """The global shape of a tensor of type `spmd` whose local shape is `local`."""
-    items = mesh_items(mesh)
+    items, (spmd,) = refined(mesh_items(mesh), [spmd])
     sizes = dict(items)
     layout = layout_of(spmd, "src", tuple(local), [a for a, _ in items])
     return tuple(n * prod(sizes[a] for a in d) for n, d in zip(local, layout.dims))
@@ -215,7 +266,7 @@ def global_shape(spmd: Spmd, local: Sequence[int], mesh: Mapping[str, int]) -> S
 
 def local_shape(spmd: Spmd, shape: Sequence[int], mesh: Mapping[str, int]) -> Shape:
     """The local shape of a tensor of type `spmd` and global shape `shape`."""
-    items = mesh_items(mesh)
+    items, (spmd,) = refined(mesh_items(mesh), [spmd])
     layout = layout_of(spmd, "spmd", tuple(shape), [a for a, _ in items])
     return local_shape_of(layout, tuple(shape), dict(items))
 

@@ -96,6 +96,7 @@ from .redistribute_layout import (
     RedistributeError,
     Shape,
     check_divisible,
+    coarse,
     global_shape,
     grad_spmd,
     grad_layout,
@@ -103,6 +104,7 @@ from .redistribute_layout import (
     local_shape,
     mesh_items,
     prod,
+    refined,
     shape_tuple,
 )
 from .redistribute_steps import Piece, RedistStep, backward_op, exchange_pieces, make_step, step_recv_vector, total_recv
@@ -130,7 +132,7 @@ class RedistPlan:
     accounting); `volume` is that in units of the full tensor.
     """
 
-    __slots__ = ("src", "dst", "shape", "mesh", "steps", "max_recv_elements", "notes")
+    __slots__ = ("src", "dst", "shape", "mesh", "steps", "max_recv_elements", "notes", "base_mesh")
 
     src: Spmd
     dst: Spmd
@@ -139,6 +141,7 @@ class RedistPlan:
     steps: Tuple[RedistStep, ...]
     max_recv_elements: int
     notes: Tuple[str, ...]
+    base_mesh: MeshItems  # the mesh asked for; `mesh` splits it at the sub-axes src and dst name
 
     def __init__(
         self,
@@ -149,6 +152,7 @@ class RedistPlan:
         steps: Tuple[RedistStep, ...],
         max_recv_elements: int,
         notes: Tuple[str, ...] = (),
+        base_mesh: MeshItems = (),
     ) -> None:
         for name, value in (
             ("src", src),
@@ -158,6 +162,7 @@ class RedistPlan:
             ("steps", tuple(steps)),
             ("max_recv_elements", max_recv_elements),
             ("notes", tuple(notes)),
+            ("base_mesh", tuple(base_mesh) or tuple(mesh)),
         ):
             object.__setattr__(self, name, value)
 
@@ -202,16 +207,19 @@ class RedistPlan:
         )
         return RedistPlan(
             grad_spmd(self.dst, dict(self.mesh)), grad_spmd(self.src, dict(self.mesh)), self.shape,
-            self.mesh, tuple(steps), total, (),
+            self.mesh, tuple(steps), total, (), self.base_mesh,
         )
 
     def text(self) -> str:
         mesh = ", ".join(f"{a}={n}" for a, n in self.mesh)
         n = self.numel
+        if self.base_mesh != self.mesh:
+            base = ", ".join(f"{a}={n}" for a, n in self.base_mesh)
+            mesh += f"; mesh ({base}) split at the sub-axes"
         lines = [
             f"redistribute shape {list(self.shape)} on mesh ({mesh})",
-            f"  from {self.src}",
-            f"  to   {self.dst}",
+            f"  from {coarse(self.src, self.base_mesh)}",
+            f"  to   {coarse(self.dst, self.base_mesh)}",
         ]
         if not self.steps:
             lines.append("  (no steps: the types are equal)")
@@ -474,4 +482,9 @@ def plan_redistribute(
     for which, t in (("src", src), ("dst", dst)):
         if not isinstance(t, Spmd):
             raise RedistributeError(f"spmd.plan_redistribute: {which} must be an Spmd(...), got {t!r}")
-    return _plan_cached(src, dst, shape_tuple(shape), mesh_items(mesh))
+    items = mesh_items(mesh)
+    fine, (src, dst) = refined(items, [src, dst])
+    plan = _plan_cached(src, dst, shape_tuple(shape), fine)
+    if fine == items:
+        return plan
+    return RedistPlan(plan.src, plan.dst, plan.shape, plan.mesh, plan.steps, plan.max_recv_elements, plan.notes, items)

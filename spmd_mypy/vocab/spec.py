@@ -24,9 +24,10 @@ This module is pure Python: it imports neither torch nor mypy.
 from __future__ import annotations
 
 import re
-from typing import Iterator, Mapping, Optional, Tuple, Union
+from typing import Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 from .localtype import AxisType, I, LocalType, P, R, Shard, parse_axis_type
+from .subaxis import is_sub_axis, keywords_violation, parse_axis_ref, spec_violation
 
 __all__ = ["PartitionSpec", "Spmd", "SpecError", "parse_spmd", "mismatches"]
 
@@ -41,6 +42,12 @@ DimEntry = Tuple[str, ...]  # mesh axes sharding one dim, major to minor
 
 
 def _check_axis_name(name: object, where: str) -> str:
+    """The canonical text of a mesh axis name or sub-axis ('x:(1)2'), or raise."""
+    if isinstance(name, str) and is_sub_axis(name):
+        try:
+            return parse_axis_ref(name).text()
+        except ValueError as e:
+            raise SpecError(f"{where}: {e}") from None
     if not isinstance(name, str) or not _AXIS_NAME.match(name):
         raise SpecError(f"{where}: mesh axis names are identifiers, got {name!r}")
     if name in ("spec", "nograd"):
@@ -55,10 +62,22 @@ class PartitionSpec:
     major), dim 1 is not sharded.  Immutable and hashable.
     """
 
-    __slots__ = ("dims",)
+    __slots__ = ("dims", "on_parts")
     dims: Tuple[DimEntry, ...]
+    on_parts: bool  # made by of_parts: the axes are parts of a split mesh (not compared)
 
     def __init__(self, *entries: Union[None, str, Tuple[str, ...]]) -> None:
+        self._build(entries, maximal=True)
+
+    @classmethod
+    def of_parts(cls, *entries: Union[None, str, Tuple[str, ...]]) -> "PartitionSpec":
+        """A spec over a mesh split at its sub-axes (the planner's), where each part
+        x:(m)k is a whole axis: adjacent parts of one dim are not merged."""
+        out = cls.__new__(cls)
+        out._build(entries, maximal=False)
+        return out
+
+    def _build(self, entries: Sequence[Union[None, str, Tuple[str, ...]]], maximal: bool) -> None:
         dims: list[DimEntry] = []
         seen: set[str] = set()
         for entry in entries:
@@ -72,19 +91,24 @@ class PartitionSpec:
                 raise SpecError(
                     f"PartitionSpec entries are None, an axis name or a tuple of axis names; got {entry!r}"
                 )
+            axes = tuple(_check_axis_name(a, "PartitionSpec") for a in axes)
             for a in axes:
-                _check_axis_name(a, "PartitionSpec")
                 if a in seen:
                     raise SpecError(f"PartitionSpec: mesh axis {a!r} shards more than one dim")
                 seen.add(a)
             dims.append(axes)
+        if any(is_sub_axis(a) for a in seen):
+            bad = spec_violation(dims, maximal=maximal)
+            if bad is not None:
+                raise SpecError(f"PartitionSpec: {bad}")
         object.__setattr__(self, "dims", tuple(dims))
+        object.__setattr__(self, "on_parts", not maximal)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("PartitionSpec is immutable")
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
-        return (PartitionSpec, tuple(d if d else None for d in self.dims))
+        return (PartitionSpec.of_parts, tuple(d if d else None for d in self.dims))
 
     def __len__(self) -> int:
         return len(self.dims)
@@ -137,6 +161,24 @@ class PartitionSpec:
         return "PartitionSpec(" + ", ".join(one(d) for d in self.dims) + ")"
 
 
+def _check_shape(
+    shape: Optional[Sequence[Optional[int]]], spec: Optional[PartitionSpec]
+) -> Optional[Tuple[Optional[int], ...]]:
+    if shape is None:
+        return None
+    if spec is None:
+        raise SpecError("Spmd(shape=...) needs spec=PartitionSpec(...): the spec fixes the rank the sizes are of")
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise SpecError(f"Spmd(shape=...) takes a tuple of sizes, got {shape!r}")
+    out = tuple(shape)
+    if len(out) != len(spec):
+        raise SpecError(f"Spmd: shape {out} has {len(out)} sizes, but the spec has rank {len(spec)}")
+    for n in out:
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise SpecError(f"Spmd(shape=...) takes non-negative ints (None: unknown), got {n!r}")
+    return out if any(n is not None for n in out) else None
+
+
 class Spmd:
     """The SPMD type of a tensor: a local type per mesh axis, optionally a spec.
 
@@ -144,7 +186,7 @@ class Spmd:
     Immutable, hashable, cheap to build (it is evaluated once per annotation).
     """
 
-    __slots__ = ("axes", "spec", "nograd", "rest", "_text", "_hash")
+    __slots__ = ("axes", "spec", "nograd", "rest", "shape", "_text", "_hash")
 
     axes: Mapping[str, AxisType]
     spec: Optional[PartitionSpec]
@@ -153,11 +195,19 @@ class Spmd:
     # have one: a factory's result is R on every axis (`*=R` in the canonical
     # form); annotations leave unnamed axes unknown (None).
     rest: Optional[AxisType]
+    # The global sizes, where the annotation states them (spec form only; None:
+    # not stated; an entry None: that dim's size unknown).
+    shape: Optional[Tuple[Optional[int], ...]]
     _text: str  # canonical(), set on first use
     _hash: int  # __hash__(), set on first use
 
     def __init__(
-        self, *, spec: Optional[PartitionSpec] = None, nograd: bool = False, **axes: AxisType
+        self,
+        *,
+        spec: Optional[PartitionSpec] = None,
+        nograd: bool = False,
+        shape: Optional[Sequence[Optional[int]]] = None,
+        **axes: AxisType,
     ) -> None:
         if not isinstance(nograd, bool):
             raise SpecError(f"Spmd(nograd=...) takes True or False, got {nograd!r}")
@@ -166,7 +216,7 @@ class Spmd:
         checked: dict[str, AxisType] = {}
         for name in sorted(axes):
             t = axes[name]
-            _check_axis_name(name, "Spmd")
+            name = _check_axis_name(name, "Spmd")
             if not isinstance(t, (LocalType, Shard)):
                 raise SpecError(f"Spmd: axis {name!r} must be R, I, V, P or S(dim), got {t!r}")
             if spec is not None:
@@ -181,6 +231,13 @@ class Spmd:
                         f"an axis in the spec is varying (it shards its dim)"
                     )
             checked[name] = t
+        if any(is_sub_axis(a) for a in checked) or (spec is not None and any(is_sub_axis(a) for a in spec.axes)):
+            parts = spec is not None and spec.on_parts
+            bad = spec_violation(spec.dims if spec is not None else (), checked, maximal=not parts)
+            if bad is None and not parts:
+                bad = keywords_violation({a: str(t) for a, t in checked.items()})
+            if bad is not None:
+                raise SpecError(f"Spmd: {bad}")
         if spec is not None:
             for i, d in enumerate(spec.dims):
                 for a in d:
@@ -189,6 +246,7 @@ class Spmd:
         object.__setattr__(self, "spec", spec)
         object.__setattr__(self, "nograd", nograd)
         object.__setattr__(self, "rest", None)
+        object.__setattr__(self, "shape", _check_shape(shape, spec))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Spmd is immutable")
@@ -203,10 +261,11 @@ class Spmd:
         spec: Optional[PartitionSpec] = None,
         nograd: bool = False,
         rest: Optional[AxisType] = None,
+        shape: Optional[Sequence[Optional[int]]] = None,
     ) -> "Spmd":
         """Build from a mapping of axis name to type (the keywords of Spmd(...)),
-        and the type of every other axis (`rest`, per-axis form only)."""
-        out = cls(spec=spec, nograd=nograd, **axes)
+        the type of every other axis (`rest`, per-axis form only) and the sizes."""
+        out = cls(spec=spec, nograd=nograd, shape=shape, **axes)
         if rest is not None:
             if spec is not None:
                 raise SpecError("Spmd: the spec form already makes every unnamed axis R")
@@ -258,6 +317,8 @@ class Spmd:
             parts.insert(0, f"*={self.rest}")
         if spec is not None:
             parts.append(f"spec={spec.canonical()}")
+        if self.shape is not None:
+            parts.append("shape=(" + ",".join("?" if n is None else str(n) for n in self.shape) + ",)"[len(self.shape) != 1 :])
         if self.nograd:
             parts.append("nograd")
         text = ", ".join(parts)
@@ -273,6 +334,8 @@ class Spmd:
         ]
         if spec is not None:
             parts.insert(0, f"spec={spec!r}")
+        if self.shape is not None:
+            parts.insert(1, f"shape={self.shape!r}")
         if self.nograd:
             parts.append("nograd=True")
         if self.rest is not None:
@@ -286,6 +349,7 @@ class Spmd:
             and other.spec == self.spec
             and other.nograd == self.nograd
             and other.rest == self.rest
+            and other.shape == self.shape
         )
 
     def __hash__(self) -> int:
@@ -293,14 +357,17 @@ class Spmd:
             return self._hash
         except AttributeError:
             pass
-        h = hash((tuple(self.axes.items()), self.spec, self.nograd, self.rest))
+        h = hash((tuple(self.axes.items()), self.spec, self.nograd, self.rest, self.shape))
         object.__setattr__(self, "_hash", h)
         return h
 
 
 # -- the canonical parser ------------------------------------------------------
 
-_TOKEN = re.compile(r"\s*(?:(\()|(\))|(,)|(=)|((?:PSA|PS|S)\(\s*-?\d+\s*\))|([A-Za-z_][A-Za-z0-9_]*|\*))")
+_TOKEN = re.compile(
+    r"\s*(?:([A-Za-z_][A-Za-z0-9_]*:\(\d+\)\d+)|(\()|(\))|(,)|(=)|((?:PSA|PS|S)\(\s*-?\d+\s*\))"
+    r"|([A-Za-z_][A-Za-z0-9_]*|\*|\d+|\?))"
+)
 
 
 def _tokens(text: str) -> list[str]:
@@ -358,6 +425,7 @@ class _Parser:
         spec = None
         nograd = False
         rest: Optional[AxisType] = None
+        shape: Optional[Tuple[Optional[int], ...]] = None
         while self.peek() is not None:
             name = self.take()
             if name == "nograd" and self.peek() in (None, ","):
@@ -368,6 +436,8 @@ class _Parser:
             self.take("=")
             if name == "spec":
                 spec = self.spec()
+            elif name == "shape":
+                shape = self.sizes()
             elif name == "*":
                 try:
                     rest = parse_axis_type(self.take())
@@ -380,7 +450,20 @@ class _Parser:
                     raise SpecError(str(e)) from None
             if self.peek() is not None:
                 self.take(",")
-        return Spmd.of(axes, spec, nograd, rest)
+        return Spmd.of(axes, spec, nograd, rest, shape)
+
+    def sizes(self) -> Tuple[Optional[int], ...]:
+        self.take("(")
+        out: list[Optional[int]] = []
+        while self.peek() != ")":
+            tok = self.take()
+            if not (tok == "?" or tok.isdigit()):
+                raise SpecError(f"cannot parse SPMD type {self.text!r}: a size is an int or ?, got {tok!r}")
+            out.append(None if tok == "?" else int(tok))
+            if self.peek() == ",":
+                self.take(",")
+        self.take(")")
+        return tuple(out)
 
 
 def parse_spmd(text: str) -> Spmd:

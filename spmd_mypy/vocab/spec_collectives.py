@@ -30,6 +30,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 from .collectives import CollectiveError, Step, fix_call, plan
 from .factors import FactorError, redistribute_call
 from .globaltype import GlobalType
+from .subaxis import overlap, parse_axis_ref
 from .localtype import AxisType, I, P, R, Shard, V, kind
 from .spec import SpecError
 
@@ -101,6 +102,28 @@ def apply_collective(
     return t
 
 
+def _check_whole(t: GlobalType, axes: Tuple[str, ...], name: str, where: str) -> None:
+    """An axis the value holds only in parts (sub-axes), or a part of one it holds
+    whole, has no per-axis type: the collective must name what the type names."""
+    named = t.axes
+    for a in axes:
+        if a in named:
+            continue
+        ref = parse_axis_ref(a)
+        held = sorted(b for b in named if overlap(ref, parse_axis_ref(b)))
+        if held:
+            where_held = ", ".join(
+                f"{b} ({'dim ' + str(t.spec.dim_of(b)) if t.spec.dim_of(b) is not None else t.axis_type(b)})"
+                for b in held
+            )
+            raise FactorError(
+                f"{where}: {name} holds {a!r} as {where_held}; a per-axis op acts on an axis or part "
+                f"the type names: name {held[-1]!r}, or use the spec-level redistribute",
+                "",
+                code="split-axis",
+            )
+
+
 def _check_src(
     t: GlobalType,
     op: str,
@@ -111,6 +134,7 @@ def _check_src(
     name: str,
     where: str,
 ) -> None:
+    _check_whole(t, axes, name, where)
     actual = [t.axis_type(a) for a in axes]
     if all(x == src for x in actual):
         if isinstance(src, Shard):

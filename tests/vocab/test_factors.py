@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from spmd_mypy import I, P, R, S, V
 from spmd_mypy.vocab.factors import FACTOR_TABLE, RULES, FactorError, has_rule, propagate
 from spmd_mypy.vocab.globaltype import GlobalType
+from spmd_mypy.vocab.spec import SpecError
 from spmd_mypy.vocab.opclasses import SCALAR
 from spmd_mypy.vocab.spec_collectives import apply_collective
 
@@ -211,8 +212,9 @@ REJECTED = [
     ("stack", ["[4@dp]", "[4]"], {}, (), None, "sharded-replicated", ["but not in b: [4]"],
      "spmd.convert(b, 'dp', src=R, dst=S(0))"),
     ("unsqueeze", ["[4]"], {"dim": 3}, (), None, "bad-param", ["out of range"], ""),
-    ("unflatten", ["f32[64@tp]"], {"dim": 0, "sizes": (2, 32)}, (), {"tp": 8}, "sub-axis",
-     ["'tp':(1)2 and 'tp':(2)4"], "spmd.all_gather(x, 'tp', src=S(0), dst=R)"),
+    ("unflatten", ["f32[12@x]"], {"dim": 0, "sizes": (2, 6)}, (), {"x": 3}, "not-divisible",
+     ["the part of that dim it would shard has size 2, which 3 does not divide"],
+     "spmd.all_gather(x, 'x', src=S(0), dst=R)"),
     ("matmul", ["[?@tp,?,?]", "[?,?@tp]"], {}, (), None, "axis-twice",
      ["mesh axis 'tp' would shard result dim 0 and also shard result dim 2"],
      "spmd.all_gather(b, 'tp', src=S(1), dst=R)"),
@@ -447,21 +449,46 @@ def test_agree_cumsum_over_a_sharded_dim() -> None:
     assert "a cumulative op runs along it" in str(info.value)
 
 
-def test_agree_reshape_that_needs_a_sub_axis() -> None:
-    # Shardy's own example: [8@x] with x=4 viewed as (2, 4) needs "x":(1)2 and "x":(2)2
-    with pytest.raises(FactorError) as info:
-        run("view", ["f32[8@x]"], {"shape": (2, 4)}, (), {"x": 4})
-    assert info.value.code == "sub-axis"
-    assert str(info.value) == (
-        "view: axis 'x' (size 4) shards dim 0 of x: f32[8@x], but the part of that dim it would shard has "
-        "size 2; keeping the data in place needs the sub-axes 'x':(1)2 and 'x':(2)2 (the next part has "
-        "size 4), which a PartitionSpec cannot express"
+def test_reshape_that_splits_an_axis_gives_sub_axes() -> None:
+    # Shardy's own example: [8@x] with x=4 viewed as (2, 4) is [2@x:(1)2, 4@x:(2)2]:
+    # device x=c holds elements 2c, 2c+1, i.e. row c // 2, columns 2(c % 2) .. +2.
+    split = run("view", ["f32[8@x]"], {"shape": (2, 4)}, (), {"x": 4})
+    assert str(split) == "f32[2@x:(1)2,4@x:(2)2]"
+    # merging back gives the full axis, never the two parts
+    assert str(run("reshape", [split], {"shape": (8,)}, (), {"x": 4})) == "f32[8@x]"
+    # a different split of the same elements: the parts merge where they meet
+    assert str(run("reshape", [split], {"shape": (4, 2)}, (), {"x": 4})) == "f32[4@x,2]"
+    assert str(run("unflatten", ["f32[64@tp]"], {"dim": 0, "sizes": (2, 32)}, (), {"tp": 8})) == (
+        "f32[2@tp:(1)2,32@tp:(2)4]"
     )
-    assert info.value.fix == "spmd.all_gather(x, 'x', src=S(0), dst=R)"
+    # the minor part of a sharded dim that the axis fills: [8@x,6] on x=8 -> (2, 24)
+    assert str(run("view", ["f32[8@x,6]"], {"shape": (2, 24)}, (), {"x": 8})) == "f32[2@x:(1)2,24@x:(2)4]"
+    # an axis split in three: x=8 over (2, 2, 2)
+    assert str(run("view", ["f32[8@x]"], {"shape": (2, 2, 2)}, (), {"x": 8})) == (
+        "f32[2@x:(1)2,2@x:(2)2,2@x:(4)2]"
+    )
+    # a sub-axis operand splits again: x:(2)4 over (2, 4) of a dim of 8
+    assert str(run("view", ["f32[2@x:(1)2,8@x:(2)4]"], {"shape": (2, 2, 4)}, (), {"x": 8})) == (
+        "f32[2@x:(1)2,2@x:(2)2,4@x:(4)2]"
+    )
+
+
+def test_sub_axes_follow_the_other_rules() -> None:
+    t = g("f32[2@x:(1)2,4@x:(2)2]")
+    assert run("add", [t, t]) == t
     with pytest.raises(FactorError) as info:
-        run("unflatten", ["f32[64@tp]"], {"dim": 0, "sizes": (2, 32)}, (), {"tp": 8})
-    assert info.value.code == "sub-axis"
-    assert "'tp':(1)2 and 'tp':(2)4" in str(info.value)
+        run("add", [t, g("f32[2@x,4]")])
+    assert info.value.code == "conflicting-axes"
+    # summing a dim sharded on a sub-axis makes the result pending on that sub-axis
+    assert str(run("sum", [t], {"dim": 1}, ("x:(2)2",))) == "f32[2@x:(1)2]{P:x:(2)2}"
+    with pytest.raises(FactorError) as info:
+        run("sum", [t], {"dim": 1})
+    assert info.value.code == "needs-out-partial"
+    # axes that overlap (x and its part x:(1)2) cannot both land in one result
+    with pytest.raises(FactorError) as info:
+        run("matmul", [g("[?@x:(1)2,?]"), g("[?,?@x]")])
+    assert info.value.code == "axis-twice"
+    assert "mesh axis 'x:(1)2' would shard result dim 0 and also shard result dim 1" in str(info.value)
 
 
 def test_names_are_used_in_messages_and_fixes() -> None:
@@ -543,18 +570,32 @@ def test_propagation_never_invents_or_repeats_an_axis(data: st.DataObject) -> No
 
 # An independent model of block sharding: which global elements each device holds,
 # in the order of its local tensor.
-MESH = {"x": 2, "y": 2, "z": 3}
+# "w" (size 4) also appears split in two sub-axes w:(1)2, w:(2)2, each placed on its own.
+MESH = {"x": 2, "y": 2, "z": 3, "w": 4}
+PLACEABLE = ["x", "y", "z", "w", "w:(1)2", "w:(2)2"]
+
+
+def _size_and_coord(a: str, coord: Mapping[str, int], mesh: Mapping[str, int] = MESH) -> Tuple[int, int]:
+    """An axis or sub-axis's size and this device's coordinate along it (Shardy's
+    reshape of w's 4 devices into [pre, size, post])."""
+    if ":" not in a:
+        return mesh[a], coord[a]
+    name, rest = a.split(":")
+    pre, size = int(rest[1 : rest.index(")")]), int(rest[rest.index(")") + 1 :])
+    post = mesh[name] // (pre * size)
+    return size, (coord[name] // post) % size
 
 
 def _local_elements(
-    shape: Sequence[int], spec: Sequence[Tuple[str, ...]], coord: Mapping[str, int]
+    shape: Sequence[int], spec: Sequence[Tuple[str, ...]], coord: Mapping[str, int], mesh: Mapping[str, int] = MESH
 ) -> Optional[List[int]]:
     ranges = []
     for n, axes in zip(shape, spec):
         count, index = 1, 0
         for a in axes:  # major to minor
-            index = index * MESH[a] + coord[a]
-            count *= MESH[a]
+            size, c = _size_and_coord(a, coord, mesh)
+            index = index * size + c
+            count *= size
         if n % count:
             return None
         block = n // count
@@ -580,27 +621,72 @@ def test_accepted_reshapes_keep_every_element_in_place(data: st.DataObject) -> N
     assume(math.prod(ins) <= 288)
     outs = _shapes_of(math.prod(ins), data.draw)
     entries: List[List[str]] = [[] for _ in ins]
-    for a in data.draw(st.permutations(sorted(MESH))):
+    split_w = data.draw(st.booleans())
+    placeable = [a for a in PLACEABLE if (a.startswith("w:") if split_w else ":" not in a)]
+    for a in data.draw(st.permutations(placeable)):
         where = data.draw(st.integers(-1, len(ins) - 1))
         if where >= 0:
             entries[where].append(a)
     spec = [tuple(e) for e in entries]
     coords = [dict(zip(sorted(MESH), c)) for c in itertools.product(*[range(MESH[a]) for a in sorted(MESH)])]
     assume(all(_local_elements(ins, spec, c) is not None for c in coords))
-    t = GlobalType([e or None for e in spec], sizes=ins, dtype="f32")
+    try:
+        t = GlobalType([e or None for e in spec], sizes=ins, dtype="f32")
+    except SpecError:  # w:(1)2 then w:(2)2 in one dim is written w
+        assume(False)
     try:
         result = propagate("reshape", [t], {"shape": tuple(outs)}, mesh=MESH)
     except FactorError as e:
-        assert e.code in ("sub-axis", "not-divisible", "reshape-minor", "need-replication"), e
+        assert e.code in ("not-divisible", "reshape-minor", "need-replication"), e
         assert any(spec)  # an unsharded tensor always reshapes
         event(f"rejected: {e.code}")
         return
     event("accepted, sharded" if any(spec) else "accepted, unsharded")
+    if any(":" in a for a in result.spec.axes) and not split_w:
+        event("accepted, an axis split into sub-axes")
     assert result.sizes == tuple(outs)
-    assert sorted(result.spec.axes) == sorted(t.spec.axes)
+    # the same devices shard it: each mesh axis, or the same parts of it
+    some = coords[0]
+    assert math.prod(_size_and_coord(a, some)[0] for a in result.spec.axes) == math.prod(
+        _size_and_coord(a, some)[0] for a in t.spec.axes
+    )
+    assert {a.split(":")[0] for a in result.spec.axes} == {a.split(":")[0] for a in t.spec.axes}
     for c in coords:
         # the local view of the local tensor must hold the same elements in the same order
         assert _local_elements(outs, result.spec.dims, c) == _local_elements(ins, spec, c)
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_reshapes_of_one_split_axis_keep_every_element_in_place(data: st.DataObject) -> None:
+    """One axis (size 2..8) shards one dim; any reshape either keeps every element
+    where it is (sub-axes where the axis is split) or is rejected."""
+    n = data.draw(st.sampled_from([2, 4, 8]))
+    mesh = {"u": n, "v": 2}
+    ins = data.draw(st.lists(st.sampled_from([1, 2, 4, 6, 8, 16]), min_size=1, max_size=3))
+    assume(math.prod(ins) <= 512)
+    d = data.draw(st.integers(0, len(ins) - 1))
+    assume(ins[d] % n == 0)
+    spec: List[Tuple[str, ...]] = [()] * len(ins)
+    spec[d] = ("u",)
+    if data.draw(st.booleans()):
+        e = data.draw(st.integers(0, len(ins) - 1))
+        assume(ins[e] % (2 * (n if e == d else 1)) == 0)
+        spec[e] = spec[e] + ("v",)
+    outs = _shapes_of(math.prod(ins), data.draw)
+    t = GlobalType([x or None for x in spec], sizes=ins)
+    coords = [{"u": i, "v": j} for i in range(n) for j in range(2)]
+    try:
+        result = propagate("reshape", [t], {"shape": tuple(outs)}, mesh=mesh)
+    except FactorError as err:
+        assert err.code in ("not-divisible", "reshape-minor", "need-replication"), err
+        event(f"rejected: {err.code}")
+        return
+    event("sub-axes" if any(":" in a for a in result.spec.axes) else "whole axes")
+    for c in coords:
+        assert _local_elements(outs, result.spec.dims, c, mesh) == _local_elements(ins, spec, c, mesh)
+    # and back: the inverse reshape gives the original type (sub-axes merge again)
+    assert propagate("reshape", [result], {"shape": tuple(ins)}, mesh=mesh) == t
 
 
 def test_identity_reshape_keeps_the_spec() -> None:
@@ -639,6 +725,11 @@ def test_collective_accepted(t, op, axis, src, dst, kw, result) -> None:
 
 
 COLLECTIVE_REJECTED = [
+    ("f32[2@x:(1)2,4@x:(2)2]", "all_gather", "x", S(1), R, {}, "split-axis",
+     "spmd.all_gather(x, 'x', src=S(1), dst=R) on x: f32[2@x:(1)2,4@x:(2)2]: x holds 'x' as x:(1)2 (dim 0), "
+     "x:(2)2 (dim 1); a per-axis op acts on an axis or part the type names: name 'x:(2)2', or use the "
+     "spec-level redistribute", ""),
+    ("f32[8@x,4]", "all_gather", "x:(2)2", S(0), R, {}, "split-axis", "x holds 'x:(2)2' as x (dim 0)", ""),
     ("f32[8@(dp,tp),16]", "all_gather", "dp", S(0), R, {}, "not-minor",
      "spmd.all_gather(x, 'dp', src=S(0), dst=R) on x: f32[8@(dp,tp),16]: dim 0 is sharded on ('dp', 'tp') "
      "(major to minor) and a per-axis op acts only on its last (minor) axis; use the spec-level redistribute",
