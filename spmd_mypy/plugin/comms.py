@@ -15,7 +15,8 @@ from ..vocab.localtype import AxisType, R, Shard, local_kind
 from ..vocab.opnames import RAW_COLLECTIVES
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy, collective_args
-from .annotations import LOCAL_TYPES, SHARD_FULLNAMES, AnnotationError, Meta, decode
+from .annotations import AnnotationError, Meta
+from .decoding import LOCAL_TYPES, SHARD_FULLNAMES, decode
 from .callsite import one_arg, spmd_expr_ast, unknown_in_spmd_file
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GROUP

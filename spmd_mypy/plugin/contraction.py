@@ -21,7 +21,7 @@ from ..vocab.opclasses import AFFINE
 from ..vocab.opnames import display_name
 from ..vocab.spec import Spmd
 from . import _mypy
-from .annotations import LOCAL_TYPES
+from .decoding import LOCAL_TYPES
 from .callsite import one_arg
 from .sourcefile import read_source
 

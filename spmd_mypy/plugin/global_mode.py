@@ -46,7 +46,8 @@ from ..vocab.spec_collectives import apply_collective
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
 from . import _mypy, callsite, ops, relation
 from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
-from .annotations import AnnotationError, Meta, decode
+from .annotations import AnnotationError, Meta
+from .decoding import decode
 from .global_scopes import global_axes_at
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP

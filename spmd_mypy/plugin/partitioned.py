@@ -23,7 +23,7 @@ from ..vocab.opnames import display_name
 from ..vocab.partitioned import CONVERSIONS, PartitionError, dim_position, layout_type, op_rule
 from ..vocab.spec import Spmd
 from . import _mypy
-from .annotations import LOCAL_TYPES
+from .decoding import LOCAL_TYPES
 from .callsite import one_arg, operands
 from .carrier import carrier, spmd_of
 from .errors import SPMD_COLLECTIVE, SPMD_OP

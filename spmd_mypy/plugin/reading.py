@@ -16,7 +16,8 @@ from ..vocab.localtype import V
 from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
-from .annotations import AnnotationError, decode, mentions_untyped_torch, scan, seen_without_spmd
+from .annotations import AnnotationError, mentions_untyped_torch, scan, seen_without_spmd
+from .decoding import decode
 from .global_scopes import global_axes_at
 from .config import Settings
 from .errors import SPMD_ANNOTATION
