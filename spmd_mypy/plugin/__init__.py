@@ -58,6 +58,7 @@ from . import (
     modules,
     ops,
     parameters,
+    raw_collectives,
     reading,
     relation,
     setup_check,
@@ -100,7 +101,7 @@ def _function_hook(fullname: str) -> Optional[Hook]:
             name = fullname[len(prefix):]
             return ops.op_hook(name, namespace, False, global_mode.refine_op) if "." not in name else None
     if fullname.startswith(_DISTRIBUTED_PREFIX):
-        return comms.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
+        return raw_collectives.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
     return _argument_hook(fullname) if _user_code(fullname) else None
 
 
@@ -216,6 +217,7 @@ class SpmdPlugin(_mypy.Plugin):
         self._version = _rules_version()
         settings = self.settings
         comms.configure(settings)
+        ops.configure(settings.synced_rng)
         untyped_regions.configure(settings)
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
@@ -233,6 +235,7 @@ class SpmdPlugin(_mypy.Plugin):
                 local_map.HOOKS,
                 spmd_types.HOOKS,
                 untyped.HOOKS,
+                raw_collectives.HOOKS,
                 megatron.HOOKS,
                 modules.function_hooks(_argument_hook),
                 group_calls,

@@ -8,6 +8,9 @@
                        # functions, methods and attributes that give the
                        # ProcessGroup of a mesh axis (plugin/groups.py)
     report_untyped = true  # report typed tensors entering unannotated code
+    synced_rng = tp    # axes whose ranks draw the same random numbers (the
+                       # RNG is seeded alike on them): random ops keep their
+                       # input's type there (ops.py)
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ class Settings(NamedTuple):
     strict: bool = False
     groups: Tuple[Tuple[str, str], ...] = ()  # (fullname, axes text "tp" or "dp,tp")
     report_untyped: bool = False
+    synced_rng: Tuple[str, ...] = ()
 
     def as_data(self) -> dict:
         return {
@@ -31,6 +35,7 @@ class Settings(NamedTuple):
             "strict": self.strict,
             "groups": [list(g) for g in self.groups],
             "report_untyped": self.report_untyped,
+            "synced_rng": list(self.synced_rng),
         }
 
 
@@ -81,4 +86,5 @@ def load(config_file: Optional[str]) -> Settings:
         strict=_truthy(section.get("strict", False)),
         groups=_groups(section.get("groups", "")),
         report_untyped=_truthy(section.get("report_untyped", False)),
+        synced_rng=_axes(section.get("synced_rng", ())),
     )

@@ -61,6 +61,10 @@ def mypy_ini(cache_dir: Path, plugin: bool = True) -> str:
         f"cache_dir = {cache_dir}",
         "[mypy-spmd_mypy.*]",
         "follow_imports = silent",
+        # As a Megatron user configures the checker: the default generator is
+        # seeded alike on the tp ranks (dropout outside the TP regions).
+        "[spmd_mypy]",
+        "synced_rng = tp",
         "",
     ]
     return "\n".join(lines)

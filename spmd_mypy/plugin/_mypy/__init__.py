@@ -99,6 +99,7 @@ from .expressions import (
     fullname_of,
     int_value,
     is_false,
+    is_none_expr,
     is_true,
     literal_value,
     operator_sides,
@@ -157,6 +158,7 @@ from .tensor_types import (
     type_arguments,
 )
 from .spmd_types_tree import dict_entries, enum_value, is_process_group, literal_str
+from .raw_writes import RAW_WRITE, call_argument, raw_write_call
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
@@ -236,6 +238,7 @@ __all__ = [
     "fullname_of",
     "int_value",
     "is_false",
+    "is_none_expr",
     "is_true",
     "literal_value",
     "operator_sides",
@@ -286,6 +289,9 @@ __all__ = [
     "ASSIGNED",
     "PHANTOM_MODULE",
     "RETURNED",
+    "RAW_WRITE",
+    "call_argument",
+    "raw_write_call",
     "UNTYPED",
     # tensor_types
     "attribute_write_type",
