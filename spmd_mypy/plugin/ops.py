@@ -42,7 +42,7 @@ from ..vocab.opclasses import (
 from ..vocab.opnames import OPERATOR_SYMBOLS, VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
 from . import _mypy, contraction
-from .callsite import has_typed_operand, operands, receiver_text, typed_result
+from .callsite import has_typed_operand, in_function_body, operands, receiver_text, typed_result
 from .carrier import carrier, spmd_of
 from .errors import SPMD_BACKWARD, SPMD_INPLACE, SPMD_OP
 from .guard import default_attr, default_return, guarded
@@ -279,6 +279,14 @@ def _infer_typed(
             axis_cls = synced_class(name) if cls == RANDOM and axis in _SYNCED_RNG else cls
             t = _combine(axis_cls, [t for _, t in on_axis], nograd, n_product)
         except OpRuleError as err:
+            if err.code == "invariant-mixed" and in_function_body(ctx.api, ctx.context):
+                # Nothing records a gradient in an autograd Function's forward
+                # and backward: the rule guards none there.
+                t = _combined_or_none(axis_cls, [t for _, t in on_axis], [True] * len(nograd), n_product)
+                if t is not None:
+                    result[axis] = t
+                failed = True  # not memoised: the same op elsewhere is an error
+                continue
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
             hint, fixed = _fix(err, axis, on_axis, nograd, cls)
             if cls == LINEAR and err.code == "partial-mixed" and _declared_partial(ctx, axis):

@@ -34,23 +34,19 @@ from ..vocab.localtype import I, R, V, AxisType, local_kind
 from ..vocab.opnames import RAW_COLLECTIVES, RAW_WRITES
 from ..vocab.spec import Spmd
 from . import _mypy
+from .callsite import grad_off
 from .carrier import carrier, spmd_of
 from .errors import SPMD_COLLECTIVE
 from .groups import axis_of
 from .guard import default_return, guarded
-from .nograd_regions import FUNCTION, NO_GRAD, grad_off_at
-
-
-def _grad_off(ctx: Any) -> Optional[str]:
-    line = getattr(ctx.context, "line", -1)
-    return grad_off_at(_mypy.checker_path(ctx.api), line, _mypy.check_owner(ctx.api))
+from .nograd_regions import FUNCTION, NO_GRAD
 
 
 def _accepted(ctx: Any, name: str, spmd: Spmd) -> bool:
     """A raw collective that is right where it stands (see the module's doc)."""
     if spmd.nograd:
         return True
-    where = _grad_off(ctx)
+    where = grad_off(ctx.api, ctx.context)
     if where == FUNCTION:
         return True  # the Function's own backward is the gradient
     row = RAW_WRITES.get(name)
@@ -141,7 +137,7 @@ def _raw_write(ctx: Any) -> _mypy.Type:
     if named and axes is None:
         return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
     # In an autograd Function's forward or backward nothing records a gradient.
-    in_place = row[0] == row[1] and _grad_off(ctx) != FUNCTION
+    in_place = row[0] == row[1] and grad_off(ctx.api, ctx.context) != FUNCTION
     typed = written_type(source, axes, R if effect == "R" else V, in_place)
     return _mypy.replace_tensors(default, carrier(ctx.api, typed))
 
