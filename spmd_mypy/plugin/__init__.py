@@ -65,6 +65,7 @@ from . import (
     ops,
     parameters,
     partitioned,
+    raw_collectives,
     reading,
     relation,
     setup_check,
@@ -108,7 +109,7 @@ def _function_hook(fullname: str) -> Optional[Hook]:
             name = fullname[len(prefix):]
             return ops.op_hook(name, namespace, False, global_mode.refine_op) if "." not in name else None
     if fullname.startswith(_DISTRIBUTED_PREFIX):
-        return comms.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
+        return raw_collectives.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
     return _argument_hook(fullname) if _user_code(fullname) else None
 
 
@@ -230,6 +231,7 @@ class SpmdPlugin(_mypy.Plugin):
         comms.configure(settings)
         dtensor.configure(settings)
         global_mode.configure(settings)
+        ops.configure(settings.synced_rng)
         untyped_regions.configure(settings)
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
@@ -250,6 +252,7 @@ class SpmdPlugin(_mypy.Plugin):
                 spmd_types_regions.HOOKS,
                 dtensor.FUNCTION_HOOKS,
                 untyped.HOOKS,
+                raw_collectives.HOOKS,
                 megatron.HOOKS,
                 modules.function_hooks(_argument_hook),
                 group_calls,

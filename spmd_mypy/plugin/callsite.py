@@ -17,6 +17,7 @@ from ..vocab.spec import Spmd
 from . import _mypy
 from .annotations import AnnotationError, mentions_spmd
 from .carrier import carrier, spmd_of
+from .nograd_regions import FUNCTION, grad_off_at
 
 
 def one_arg(ctx: Any, formal: str) -> Optional[Tuple[_mypy.Expression, _mypy.Type]]:
@@ -150,3 +151,24 @@ def spmd_expr_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
             [ast.keyword(k, spmd_expr_ast(v, names)) for k, v in parts[2]],
         )
     raise AnnotationError(f"cannot read {text!r} statically", 0)
+
+
+def grad_off(api: Any, context: Any) -> Optional[str]:
+    """Whether the code being checked at `context` runs with gradients off:
+    nograd_regions.FUNCTION (an autograd Function's forward or backward),
+    NO_GRAD, or None."""
+    return grad_off_at(_mypy.checker_path(api), getattr(context, "line", -1), _mypy.check_owner(api))
+
+
+def in_function_body(api: Any, context: Any) -> bool:
+    return grad_off(api, context) == FUNCTION
+
+
+def without_gradient(spmd: Spmd) -> Spmd:
+    """The same type, carrying no gradient."""
+    if spmd.nograd:
+        return spmd
+    if spmd.spec is None:
+        return Spmd.of(spmd.axes, None, True, spmd.rest)
+    named = set(spmd.spec.axes)
+    return Spmd.of({a: t for a, t in spmd.axes.items() if a not in named}, spmd.spec, True)

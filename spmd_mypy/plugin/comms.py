@@ -1,5 +1,5 @@
-"""Typing the typed collectives and coercions, spmd.assert_spmd, and flagging
-raw torch.distributed collectives on typed tensors.
+"""Typing the typed collectives and coercions and spmd.assert_spmd (raw
+torch.distributed collectives: raw_collectives.py).
 
 The signature check is the vocabulary's `plan` (the same call the runtime
 makes); on top, the claimed src must match what the checker inferred for the
@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..vocab.collectives import DEFAULT_SRC, PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
-from ..vocab.localtype import AxisType, R, Shard, local_kind
-from ..vocab.opnames import RAW_COLLECTIVES
+from ..vocab.localtype import I, V, AxisType, R, Shard, local_kind
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy, collective_args
 from .annotations import AnnotationError, Meta
@@ -128,6 +127,8 @@ def type_collective(
                 continue
             other_dim = exact_shards and isinstance(src, Shard) and isinstance(have, Shard) and have != src
             if have is not None and (local_kind(have) != local_kind(src) or other_dim) and (a, str(have)) not in reported:
+                if not other_dim and _forward_fits(actual, have, src):
+                    continue
                 reported.add((a, str(have)))
                 ctx.api.fail(
                     f"spmd.{op} on axis {a!r}: src={src}, but {name} is {have} there; "
@@ -146,6 +147,13 @@ def type_collective(
         results.append(after(actual, axes, dst))
     types = [carrier(ctx.api, r) for r in dict.fromkeys(results)]
     return _mypy.replace_tensors(default, _mypy.union_of(types))
+
+
+def _forward_fits(actual: Optional[Spmd], have: AxisType, src: AxisType) -> bool:
+    """A value without gradient that is the same on every rank (R or I) is a
+    valid R, I or V input: only its forward value matters, and a replicated
+    value is one the ranks may hold as their own (a V) too.  Never a shard."""
+    return actual is not None and actual.nograd and local_kind(have) in ("R", "I") and src in (R, I, V)
 
 
 def _over(hint: str, axis: str, group_text: Optional[str]) -> str:
@@ -264,33 +272,6 @@ def _asserted(actual: Optional[Spmd], asserted: Spmd) -> Spmd:
     merged: Dict[str, AxisType] = dict(actual.axes) if actual is not None else {}
     merged.update(asserted.axes)
     return Spmd.of(merged, None, asserted.nograd)
-
-
-# -- raw torch.distributed collectives on typed tensors ---------------------------
-
-def raw_collective_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
-    typed = RAW_COLLECTIVES.get(name)
-    if typed is None:
-        return None
-
-    def hook(ctx: Any) -> _mypy.Type:
-        for _, expr, typ in _mypy.call_args(ctx):
-            spmd = spmd_of(typ)
-            if spmd is None or not spmd.axes:
-                continue  # an output buffer (torch.empty(...)) names no axis
-            found = ", ".join(f"{a}={t}" for a, t in spmd.axes.items())
-            ctx.api.fail(
-                f"raw torch.distributed.{name} on {_mypy.expr_text(expr)} ({found}): a raw "
-                f"collective has no SPMD-aware backward (it works in place outside autograd, "
-                f"so the gradient is cut or never reduced). Hint: use "
-                f"spmd.{typed}({_mypy.expr_text(expr)}, <axis>, src=..., dst=...)",
-                ctx.context,
-                code=SPMD_COLLECTIVE,
-            )
-            break
-        return ctx.default_return_type
-
-    return guarded(hook, default_return)
 
 
 def hooks(

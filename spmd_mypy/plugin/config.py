@@ -12,6 +12,9 @@
                        # (default `letters`: R/P/I/V; vocab/aliases.py)
     mesh = dp:4, tp:8  # mesh axis sizes, when fixed: global code then splits
                        # axes into sub-axes on reshapes and checks divisibility
+    synced_rng = tp    # axes whose ranks draw the same random numbers (the
+                       # RNG is seeded alike on them): random ops keep their
+                       # input's type there (ops.py)
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ class Settings(NamedTuple):
     groups: Tuple[Tuple[str, str], ...] = ()  # (fullname, axes text "tp" or "dp,tp")
     report_untyped: bool = False
     vocabulary: str = DEFAULT_VOCABULARY
-
     mesh: Tuple[Tuple[str, int], ...] = ()  # (axis, size) when the sizes are fixed
+    synced_rng: Tuple[str, ...] = ()
 
     def as_data(self) -> dict:
         return {
@@ -42,8 +45,8 @@ class Settings(NamedTuple):
             "groups": [list(g) for g in self.groups],
             "report_untyped": self.report_untyped,
             "vocabulary": self.vocabulary,
-
             "mesh": [list(m) for m in self.mesh],
+            "synced_rng": list(self.synced_rng),
         }
 
 
@@ -122,6 +125,6 @@ def load(config_file: Optional[str]) -> Settings:
         groups=_groups(section.get("groups", "")),
         report_untyped=_truthy(section.get("report_untyped", False)),
         vocabulary=_vocabulary(section.get("vocabulary", DEFAULT_VOCABULARY)),
-
         mesh=_mesh(section.get("mesh", "")),
+        synced_rng=_axes(section.get("synced_rng", ())),
     )

@@ -27,6 +27,7 @@ from ..vocab.opclasses import (
     AFFINE,
     NO_GRAD_RESULTS,
     NONLINEAR,
+    RANDOM,
     REFLECTED,
     SCALAR,
     SCALAR_OPERANDS,
@@ -37,16 +38,27 @@ from ..vocab.opclasses import (
     op_class,
     op_class_or_none,
     out_of_place,
+    synced_class,
 )
 from ..vocab.opnames import OPERATOR_SYMBOLS, VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
 from . import _mypy, contraction, partitioned
-from .callsite import has_typed_operand, operands, receiver_text, typed_result
+from .callsite import has_typed_operand, in_function_body, operands, receiver_text, typed_result
 from .carrier import carrier, spmd_of
 from .errors import SPMD_BACKWARD, SPMD_INPLACE, SPMD_OP
 from .guard import default_attr, default_return, guarded
 
 Operand = Tuple[str, Union[Spmd, None, object]]  # (source text, Spmd | None (plain) | SCALAR)
+
+# Axes whose ranks draw the same random numbers (the synced_rng setting).
+_SYNCED_RNG: Tuple[str, ...] = ()
+
+
+def configure(synced_rng: Tuple[str, ...]) -> None:
+    global _SYNCED_RNG
+    if synced_rng != _SYNCED_RNG:
+        _SYNCED_RNG = synced_rng
+        _INFERRED.clear()  # inferred under the other setting
 
 def _axis_operand(op: object, axis: str) -> object:
     return op.axis_type(axis) if isinstance(op, Spmd) else op
@@ -230,8 +242,11 @@ def _infer_one(
     report: Optional[Report] = None,
 ) -> Optional[Spmd]:
     if not ops and name in WITHOUT_OPERANDS and namespace == "torch":
-        # torch.zeros(n), torch.randn(n): one type on every axis.
-        return Spmd.of({}, None, not _asks_for_grad(ctx), WITHOUT_OPERANDS[name])
+        # torch.zeros(n), torch.randn(n): one type on every axis (a draw is R
+        # on the axes whose ranks draw alike: the synced_rng setting).
+        every = WITHOUT_OPERANDS[name]
+        synced = {a: R for a in _SYNCED_RNG} if every is V else {}
+        return Spmd.of(synced, None, not _asks_for_grad(ctx), every)
     if not any(isinstance(o, Spmd) for _, o in ops):
         return None
     if any(o is None for _, o in ops):
@@ -263,8 +278,17 @@ def _infer_typed(
     for axis in axes:
         on_axis = [(text, _axis_operand(o, axis)) for text, o in ops]
         try:
-            t = _combine(cls, [t for _, t in on_axis], nograd, n_product)
+            axis_cls = synced_class(name) if cls == RANDOM and axis in _SYNCED_RNG else cls
+            t = _combine(axis_cls, [t for _, t in on_axis], nograd, n_product)
         except OpRuleError as err:
+            if err.code == "invariant-mixed" and in_function_body(ctx.api, ctx.context):
+                # Nothing records a gradient in an autograd Function's forward
+                # and backward: the rule guards none there.
+                t = _combined_or_none(axis_cls, [t for _, t in on_axis], [True] * len(nograd), n_product)
+                if t is not None:
+                    result[axis] = t
+                failed = True  # not memoised: the same op elsewhere is an error
+                continue
             found = ", ".join(f"{text} is {t}" for text, t in on_axis if t is not None and t is not SCALAR)
             hint, fixed = _fix(err, axis, on_axis, nograd, cls)
             if cls == LINEAR and err.code == "partial-mixed" and _declared_partial(ctx, axis):
@@ -500,8 +524,8 @@ def _attribute(ctx: Any, name: str, grad: bool) -> _mypy.Type:
     spmd = spmd_of(ctx.type)
     if spmd is None or ctx.is_lvalue:
         return ctx.default_attr_type
-    if grad:
-        spmd = Spmd.of({a: grad_type(t) for a, t in spmd.axes.items()})
+    if grad:  # a gradient read after backward carries no gradient of its own
+        spmd = Spmd.of({a: grad_type(t) for a, t in spmd.axes.items()}, None, True)
     elif name in TRANSPOSES:
         spmd = transposed(spmd, spmd, name, [])
     return _mypy.replace_tensors(ctx.default_attr_type, carrier(ctx.api, spmd))

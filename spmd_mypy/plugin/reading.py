@@ -12,17 +12,20 @@ nn.Module parameter, accept any Tensor: parameters.py.)
 
 from __future__ import annotations
 
-from ..vocab.localtype import V
+from ..vocab.localtype import V, grad_type
 from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
-from .annotations import AnnotationError, mentions_untyped_torch, scan, seen_without_spmd
+from .annotations import AnnotationError, Meta, mentions_untyped_torch, scan, seen_without_spmd
 from .decoding import decode
 from .global_scopes import global_axes_at
 from .config import Settings
 from .errors import SPMD_ANNOTATION
 from ..vocab.opclasses import untyped_function
+from .callsite import without_gradient
 from .guard import guarded, nothing
+from .positions import Pos
+from .trusted_bodies import declared_at
 
 
 
@@ -90,9 +93,10 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
     if not uses_spmd:
         return plain  # torch, typeshed, code without spmd: most Tensors mypy sees
     route_values(ctx)
-    meta = index.get(_mypy.type_position(ctx))
+    pos = _mypy.type_position(ctx)
+    meta = index.get(pos)
     if meta is None:
-        return plain
+        return _trusted_parameter(ctx, tree, pos, plain)
     try:
         spmd = decode(meta, _mypy.analyzer_lookup(ctx))
         if spmd is None:
@@ -104,3 +108,22 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
         return plain
     _mypy.mark_alias_target(ctx)
     return _mypy.carrier_in_analyzer(ctx, spmd.canonical())
+
+
+def _trusted_parameter(ctx: _mypy.AnalyzeTypeContext, tree: object, pos: Pos, plain: _mypy.Type) -> _mypy.Type:
+    """A plain `Tensor` parameter of an autograd Function declared trusted:
+    the declaration's type for it, without gradient (trusted_bodies.py)."""
+    found = declared_at(_mypy.analyzer_path(ctx), pos, tree)
+    if found is None:
+        return plain
+    entry, gradient = found
+    try:
+        spmd = decode(Meta((entry,), ctx.context.line), _mypy.analyzer_lookup(ctx))
+    except AnnotationError:
+        return plain  # reported where the declaration is checked (spmd.trusted's hook)
+    if spmd is None:
+        return plain
+    if gradient:  # a spec form's unnamed axes are left unknown here
+        rest = grad_type(spmd.rest) if spmd.rest is not None else None
+        spmd = Spmd.of({a: grad_type(t) for a, t in spmd.axes.items()}, None, True, rest)
+    return _mypy.carrier_in_analyzer(ctx, without_gradient(spmd).canonical())

@@ -21,7 +21,7 @@ from ..vocab.localtype import AxisType, I, P, R, V
 from ..vocab.spec import Spmd, hidden_obligations, mismatches
 from . import _mypy
 from .carrier import carrier, spmd_of
-from .callsite import unknown_in_spmd_file
+from .callsite import in_function_body, unknown_in_spmd_file, without_gradient
 from .errors import SPMD_ARG
 from .groups import check_group_arguments, relaxed_group_parameters
 from .guard import default_return, default_signature, guarded
@@ -36,6 +36,10 @@ def report_arg(
     belongs in the branch that gives it (said in words, not as a call here)."""
     if got is want or got == want:
         return  # the common case, and never an error
+    if not got.nograd and in_function_body(api, expr):
+        # Autograd records nothing in an autograd Function's forward and
+        # backward (its backward is the gradient): only forward values count.
+        got = without_gradient(got)
     name = _mypy.expr_text(expr)
     if want.nograd and not got.nograd:
         # The callee was checked assuming no gradient flows through this tensor.

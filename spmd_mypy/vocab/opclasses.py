@@ -99,6 +99,19 @@ _RANDOM = _names(
     """
 )
 
+# Random ops on an axis whose ranks draw the same numbers (the RNG seeded
+# alike there; the checker's `synced_rng` setting): dropout multiplies by a
+# mask that is the same on every rank, a factor without gradient, so it is
+# linear there (R stays R, I stays I, P stays P); every other draw is a
+# deterministic function of its operands there, so nonlinear.
+_SYNCED_LINEAR = _names("dropout dropout1d dropout2d dropout3d")
+
+
+def synced_class(name: str) -> str:
+    """The class of random op `name` on an axis with a synchronised RNG."""
+    return LINEAR if name in _SYNCED_LINEAR else NONLINEAR
+
+
 # Creation functions: replicated on every axis.
 _FACTORIES = _names(
     """
@@ -262,6 +275,13 @@ def _riv(types: Sequence[AxisType], nograd: Sequence[bool] = ()) -> AxisType:
     if nograd and not all(nograd):
         kept = [t for t, ng in zip(types, nograd) if not (ng and _local(t) in (R, I))]
         types = kept or list(types)
+    elif nograd and len(nograd) == len(types):
+        # No operand carries a gradient (masks, ids, counts): the rule guards a
+        # gradient that does not exist, and only forward values matter, in
+        # which I and R agree (the same value on every rank).
+        kinds = {_local(t) for t in types}
+        if I in kinds and kinds != {I}:
+            types = [R if t is I else t for t in types]
     kinds = {_local(t) for t in types}
     if kinds == {R}:
         return R
@@ -275,6 +295,23 @@ def _riv(types: Sequence[AxisType], nograd: Sequence[bool] = ()) -> AxisType:
             + " operands; its gradient would not be summed over the axis",
         )
     return V  # R mixed with V, or all V
+
+
+def _random(tensors: Sequence[AxisType]) -> AxisType:
+    """A random op's result where ranks draw differently: V."""
+    if any(t is P for t in tensors):
+        raise OpRuleError(
+            "partial-nonlinear",
+            "a Partial operand enters a random op; each rank would draw for its addend",
+        )
+    if any(t is I for t in tensors):
+        raise OpRuleError(
+            "invariant-mixed",
+            "a random op on an Invariant value gives each rank different values "
+            "(unless the RNG draws alike on the axis's ranks: the synced_rng setting); "
+            "its gradient would not be summed over the axis",
+        )
+    return V
 
 
 def combine(
@@ -302,18 +339,7 @@ def combine(
         return R
     partial = [t for t in tensors if t is P]
     if cls == RANDOM:
-        if partial:
-            raise OpRuleError(
-                "partial-nonlinear",
-                "a Partial operand enters a random op; each rank would draw for its addend",
-            )
-        if any(t is I for t in tensors):
-            raise OpRuleError(
-                "invariant-mixed",
-                "a random op on an Invariant value gives each rank different values; "
-                "its gradient would not be summed over the axis",
-            )
-        return V
+        return _random(tensors)
     if not partial:
         return _riv(tensors, tensor_nograd)
     if cls == NONLINEAR:
@@ -414,7 +440,7 @@ NO_GRAD_RESULTS: Final = _names(
     detach eq ne lt le gt ge
     argmax argmin argsort isnan isinf isfinite isclose nonzero count_nonzero
     bucketize searchsorted long int short byte bool logical_not logical_and
-    logical_or logical_xor
+    logical_or logical_xor rand_like randint_like randn_like bernoulli multinomial
     """
 ) | nograd_dunders()
 

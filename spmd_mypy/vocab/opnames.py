@@ -22,6 +22,7 @@ __all__ = [
     "PARTIAL_OPS",
     "STAR_PARAMETERS",
     "RAW_COLLECTIVES",
+    "RAW_WRITES",
     "FUNCTION_NAMESPACES",
     "display_name",
 ]
@@ -67,6 +68,20 @@ RAW_COLLECTIVES: Final[Mapping[str, str]] = {
     "all_to_all": "all_to_all",
     "all_to_all_single": "all_to_all",
     "broadcast": "convert",
+}
+
+# What a raw torch.distributed collective writes, for the checker to type the
+# tensor it changes in place: name -> (the written tensor's position, the
+# read tensor's position, the group's position, the written tensor's type on
+# the group's axes).  "R": the same value on every rank (a sum, max, copy or
+# gather of the ranks' values); "V": each rank its own piece.  Whatever came
+# in, the value is computed outside autograd: it carries no gradient.
+RAW_WRITES: Final[Mapping[str, Tuple[int, int, int, str]]] = {
+    "all_reduce": (0, 0, 2, "R"),
+    "broadcast": (0, 0, 2, "R"),
+    "all_gather_into_tensor": (0, 1, 2, "R"),
+    "reduce_scatter_tensor": (0, 1, 3, "V"),
+    "all_to_all_single": (0, 1, 4, "V"),
 }
 
 # Where torch defines the functions the op tables name: fullname prefix ->

@@ -30,6 +30,12 @@ FUNCTIONAL_MODULES: Final[Mapping[str, FunctionalModule]] = {
     "torch.nn.modules.sparse.Embedding": FunctionalModule("embedding", ("weight",)),
     "torch.nn.modules.normalization.LayerNorm": FunctionalModule("layer_norm", ("weight", "bias")),
     "torch.nn.modules.normalization.RMSNorm": FunctionalModule("rms_norm", ("weight",)),
+    # nn.Dropout's forward is F.dropout(input, self.p, self.training, self.inplace)
+    **{f"torch.nn.modules.dropout.{cls}": FunctionalModule(op, ()) for cls, op in (
+        ("Dropout", "dropout"), ("Dropout1d", "dropout1d"), ("Dropout2d", "dropout2d"),
+        ("Dropout3d", "dropout3d"), ("AlphaDropout", "alpha_dropout"),
+        ("FeatureAlphaDropout", "feature_alpha_dropout"),
+    )},
 }
 
 # torch.return_types.<name> -> its fields in tuple order.  `x.max(dim=-1)`,

@@ -61,6 +61,16 @@ def mypy_ini(cache_dir: Path, plugin: bool = True) -> str:
         f"cache_dir = {cache_dir}",
         "[mypy-spmd_mypy.*]",
         "follow_imports = silent",
+        # As a user of this codebase configures the checker (README): the
+        # getters of the parallel state's groups name their axes, and the
+        # default generator is seeded alike on the tp ranks (Megatron's
+        # dropout outside the TP regions).
+        "[spmd_mypy]",
+        "groups = realcode.parallel_state.get_tensor_model_parallel_group: tp,",
+        "    realcode.parallel_state.get_data_parallel_group: dp,",
+        "    realcode.parallel_state.ProcessGroupManager.tp_group: tp,",
+        "    realcode.parallel_state.ProcessGroupManager.dp_group: dp",
+        "synced_rng = tp",
         "",
     ]
     return "\n".join(lines)

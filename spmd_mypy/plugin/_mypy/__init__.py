@@ -103,6 +103,7 @@ from .expressions import (
     fullname_of,
     int_value,
     is_false,
+    is_none_expr,
     is_true,
     literal_value,
     operator_sides,
@@ -171,6 +172,7 @@ from .spmd_types_regions import (
     tuple_display,
     typecheck_hooks_of,
 )
+from .raw_writes import RAW_WRITE, call_argument, raw_write_call
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
@@ -267,6 +269,7 @@ __all__ = [
     "fullname_of",
     "int_value",
     "is_false",
+    "is_none_expr",
     "is_true",
     "literal_value",
     "operator_sides",
@@ -317,6 +320,9 @@ __all__ = [
     "ASSIGNED",
     "PHANTOM_MODULE",
     "RETURNED",
+    "RAW_WRITE",
+    "call_argument",
+    "raw_write_call",
     "UNTYPED",
     # tensor_types
     "attribute_write_type",

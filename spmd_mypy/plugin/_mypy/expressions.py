@@ -109,6 +109,10 @@ def is_false(expr: Expression) -> bool:
     return isinstance(expr, NameExpr) and expr.fullname == "builtins.False"
 
 
+def is_none_expr(expr: Expression) -> bool:
+    return isinstance(expr, NameExpr) and expr.fullname == "builtins.None"
+
+
 def operator_sides(context: Context) -> Optional[Tuple[str, str]]:
     """Source text of the left and right operands of `a op b`, `a op= b`, `a < b`."""
     left = getattr(context, "left", None)

@@ -25,6 +25,7 @@ from mypy.nodes import (
 )
 from mypy.plugin import AnalyzeTypeContext
 
+from .raw_writes import retype_raw_writes
 from .route_declared import route_declared
 from .spmd_types_tree import refine_asserts
 from .tree import PHANTOM_ALIAS, PHANTOM_MODULE, functions_of
@@ -57,6 +58,7 @@ def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[
         tree.imports.append(imp)
     route_declared(tree.defs)
     refine_asserts(tree)
+    retype_raw_writes(tree)
     if untyped is not None:
         wrap_untyped_calls(tree, tree, untyped)
     _ROUTED[tree.path] = (tree, None)
@@ -97,6 +99,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
     if not sem.recurse_into_functions:
         route_declared(tree.defs)
         refine_asserts(tree)
+        retype_raw_writes(tree, tree.defs)  # function bodies only: the top level is analysed
         if untyped is not None:  # function bodies only: the top level is analysed
             for func in functions_of(tree.defs):
                 wrap_untyped_calls(tree, func.body, untyped)
@@ -113,6 +116,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
         funcs.add(id(stmt))
         route_declared([stmt])
         refine_asserts(tree, [stmt])
+        retype_raw_writes(tree, [stmt])
         if untyped is not None:
             for func in functions_of([stmt]):
                 wrap_untyped_calls(tree, func.body, untyped)

@@ -19,7 +19,8 @@ expression mypy typed is classified:
 
 Not counted: assignment targets (the value assigned is counted), and the
 plugin's own rewrites (`spmd_phantom.returned/assigned(e)` count as `e`;
-`spmd_phantom.untyped(e)` counts as itself, `e` not).
+`spmd_phantom.untyped(e)` counts as itself, `e` not; `x =
+spmd_phantom.raw_write(x, call)` counts as `call`).
 
 An unchecked call is a call with a typed tensor argument (or a method call on
 a typed tensor) whose result is an untyped tensor or Any: an unannotated
@@ -63,6 +64,7 @@ TENSOR = "torch._tensor.Tensor"
 PLUGIN = "spmd_mypy.plugin"
 _REWRITES = ("spmd_phantom.returned", "spmd_phantom.assigned")
 _UNTYPED_WRAPPER = "spmd_phantom.untyped"
+_RAW_WRITE = "spmd_phantom.raw_write"  # `x = raw_write(x, <raw collective>)`: counts as the call
 
 TYPED, UNTYPED, OTHER = "typed", "untyped", "other"
 # torch declares these `-> Any` although they return no tensor.
@@ -195,6 +197,10 @@ class _Collector:
             if name in _REWRITES:
                 self.skip.add(id(o))
                 self.skip.add(id(o.callee))
+            elif name == _RAW_WRITE:
+                # The wrapper and the name it repeats are the rewrite's; the
+                # collective's call and arguments count as written.
+                self.skip.update((id(o), id(o.callee), *(id(a) for a in o.args[:1])))
             elif name == _UNTYPED_WRAPPER:
                 self.skip.update(id(a) for a in o.args)
                 self.skip.add(id(o.callee))

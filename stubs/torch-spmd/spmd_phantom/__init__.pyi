@@ -112,3 +112,10 @@ class linalg_svd(NamedTuple, Generic[_T]):
     U: _T
     S: _T
     Vh: _T
+
+# A statement that is a raw torch.distributed collective writing a tensor held
+# in a name becomes `name = raw_write(name, <the call>)` in files that use spmd
+# (spmd_mypy/plugin/_mypy/raw_writes.py), so that the name gets the type of
+# what the collective wrote (spmd_mypy/plugin/raw_collectives.py).  Never
+# called at runtime.
+def raw_write(value: _T, call: object) -> _T: ...

@@ -2,9 +2,10 @@
 
 Each helper is a torch.autograd.Function whose forward and backward call raw
 torch.distributed collectives on plain tensors, called through `.apply` by a
-thin public function.  The public functions are the module boundary and are
-annotated with the SPMD types of what their code does (shared notes,
-real-code.md): the bodies of the Functions are trusted, not checked.
+thin public function.  Each Function's `.apply` is declared once as a trusted
+boundary (`spmd.trusted`: the SPMD types in and out of what its code does,
+shared notes real-code.md; its body is not checked), and the public functions
+are annotated with the same types.
 """
 
 from __future__ import annotations
@@ -16,16 +17,25 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.distributed import ProcessGroup
 
+import spmd_mypy as spmd
 from spmd_mypy import I, P, R, S, Spmd
 
 from .parallel_state import get_tensor_model_parallel_group
+
+
+TpGroup = Annotated[ProcessGroup, spmd.Axis("tp")]
+# What the raw helpers receive (from the Functions' bodies, where nothing
+# carries a gradient); they return plain tensors: the one-rank shortcut
+# returns the input as it came.
+PendingSum = Annotated[Tensor, Spmd(tp=P, nograd=True)]
+Whole = Annotated[Tensor, Spmd(tp=I, nograd=True)]
 
 
 def _group(group: Optional[ProcessGroup]) -> ProcessGroup:
     return get_tensor_model_parallel_group() if group is None else group
 
 
-def _reduce(input_: Tensor, group: ProcessGroup) -> Tensor:
+def _reduce(input_: PendingSum, group: TpGroup) -> Tensor:
     """Sum over the group (in place on a fresh tensor); a no-op on one rank."""
     if dist.get_world_size(group=group) == 1:
         return input_
@@ -34,7 +44,7 @@ def _reduce(input_: Tensor, group: ProcessGroup) -> Tensor:
     return output
 
 
-def _split_along_last_dim(input_: Tensor, group: ProcessGroup) -> Tensor:
+def _split_along_last_dim(input_: Whole, group: TpGroup) -> Tensor:
     world_size = dist.get_world_size(group=group)
     if world_size == 1:
         return input_
@@ -45,7 +55,7 @@ def _split_along_last_dim(input_: Tensor, group: ProcessGroup) -> Tensor:
     return torch.split(input_, last // world_size, dim=-1)[rank].contiguous()
 
 
-def _split_along_first_dim(input_: Tensor, group: ProcessGroup) -> Tensor:
+def _split_along_first_dim(input_: Whole, group: TpGroup) -> Tensor:
     world_size = dist.get_world_size(group=group)
     if world_size == 1:
         return input_
@@ -54,7 +64,7 @@ def _split_along_first_dim(input_: Tensor, group: ProcessGroup) -> Tensor:
     return input_[rank * local:(rank + 1) * local].contiguous()
 
 
-def _gather_along_last_dim(input_: Tensor, group: ProcessGroup) -> Tensor:
+def _gather_along_last_dim(input_: Annotated[Tensor, Spmd(tp=S(-1), nograd=True)], group: TpGroup) -> Tensor:
     world_size = dist.get_world_size(group=group)
     if world_size == 1:
         return input_
@@ -63,7 +73,7 @@ def _gather_along_last_dim(input_: Tensor, group: ProcessGroup) -> Tensor:
     return torch.cat(pieces, dim=-1).contiguous()
 
 
-def _gather_along_first_dim(input_: Tensor, group: ProcessGroup) -> Tensor:
+def _gather_along_first_dim(input_: Annotated[Tensor, Spmd(tp=S(0), nograd=True)], group: TpGroup) -> Tensor:
     world_size = dist.get_world_size(group=group)
     if world_size == 1:
         return input_
@@ -74,7 +84,7 @@ def _gather_along_first_dim(input_: Tensor, group: ProcessGroup) -> Tensor:
     return output
 
 
-def _reduce_scatter_along_first_dim(input_: Tensor, group: ProcessGroup) -> Tensor:
+def _reduce_scatter_along_first_dim(input_: PendingSum, group: TpGroup) -> Tensor:
     world_size = dist.get_world_size(group=group)
     if world_size == 1:
         return input_
@@ -177,46 +187,60 @@ class _ReduceScatterToSequenceParallelRegion(torch.autograd.Function):
         return _gather_along_first_dim(grad_output, ctx.group), None
 
 
-# -- the public helpers: the typed boundary ------------------------------------------
+# -- the typed boundary: each Function declared once, and the public helpers ----------
+
+_copy_to = spmd.trusted(_CopyToModelParallelRegion.apply, in_types=(Spmd(tp=I), None), out_types=Spmd(tp=R))
+_reduce_from = spmd.trusted(_ReduceFromModelParallelRegion.apply, in_types=(Spmd(tp=P), None), out_types=Spmd(tp=I))
+_scatter_to = spmd.trusted(_ScatterToModelParallelRegion.apply, in_types=(Spmd(tp=I), None), out_types=Spmd(tp=S(-1)))
+_gather_from = spmd.trusted(_GatherFromModelParallelRegion.apply, in_types=(Spmd(tp=S(-1)), None), out_types=Spmd(tp=I))
+_scatter_to_sp = spmd.trusted(
+    _ScatterToSequenceParallelRegion.apply, in_types=(Spmd(tp=I), None), out_types=Spmd(tp=S(0))
+)
+_gather_from_sp = spmd.trusted(
+    _GatherFromSequenceParallelRegion.apply, in_types=(Spmd(tp=S(0)), None), out_types=Spmd(tp=R)
+)
+_reduce_scatter_to_sp = spmd.trusted(
+    _ReduceScatterToSequenceParallelRegion.apply, in_types=(Spmd(tp=P), None), out_types=Spmd(tp=S(0))
+)
 
 
 def copy_to_tensor_model_parallel_region(
     input_: Annotated[Tensor, Spmd(tp=I)], group: Optional[ProcessGroup] = None
 ) -> Annotated[Tensor, Spmd(tp=R)]:
-    return _CopyToModelParallelRegion.apply(input_, _group(group))
+    return _copy_to(input_, _group(group))
 
 
 def reduce_from_tensor_model_parallel_region(
     input_: Annotated[Tensor, Spmd(tp=P)], group: Optional[ProcessGroup] = None
 ) -> Annotated[Tensor, Spmd(tp=I)]:
-    return _ReduceFromModelParallelRegion.apply(input_, _group(group))
+    return _reduce_from(input_, _group(group))
 
 
 def scatter_to_tensor_model_parallel_region(
     input_: Annotated[Tensor, Spmd(tp=I)], group: Optional[ProcessGroup] = None
 ) -> Annotated[Tensor, Spmd(tp=S(-1))]:
-    return _ScatterToModelParallelRegion.apply(input_, _group(group))
+    return _scatter_to(input_, _group(group))
 
 
 def gather_from_tensor_model_parallel_region(
     input_: Annotated[Tensor, Spmd(tp=S(-1))], group: Optional[ProcessGroup] = None
 ) -> Annotated[Tensor, Spmd(tp=I)]:
-    return _GatherFromModelParallelRegion.apply(input_, _group(group))
+    return _gather_from(input_, _group(group))
 
 
 def scatter_to_sequence_parallel_region(
     input_: Annotated[Tensor, Spmd(tp=I)], group: Optional[ProcessGroup] = None
 ) -> Annotated[Tensor, Spmd(tp=S(0))]:
-    return _ScatterToSequenceParallelRegion.apply(input_, _group(group))
+    return _scatter_to_sp(input_, _group(group))
 
 
 def gather_from_sequence_parallel_region(
     input_: Annotated[Tensor, Spmd(tp=S(0))], group: Optional[ProcessGroup] = None
 ) -> Annotated[Tensor, Spmd(tp=R)]:
-    return _GatherFromSequenceParallelRegion.apply(input_, _group(group))
+    return _gather_from_sp(input_, _group(group))
 
 
 def reduce_scatter_to_sequence_parallel_region(
     input_: Annotated[Tensor, Spmd(tp=P)], group: Optional[ProcessGroup] = None
 ) -> Annotated[Tensor, Spmd(tp=S(0))]:
-    return _ReduceScatterToSequenceParallelRegion.apply(input_, _group(group))
+    return _reduce_scatter_to_sp(input_, _group(group))

@@ -30,6 +30,7 @@ TokenIds = Annotated[Tensor, Spmd(tp=I, nograd=True)]  # [seq, batch]
 Hidden = Annotated[Tensor, Spmd(tp=I)]  # [seq, batch, hidden]
 VocabShard = Annotated[Tensor, Spmd(tp=S(-1))]  # [seq, batch, vocab / tp]
 TokenLoss = Annotated[Tensor, Spmd(tp=I)]  # [seq, batch]
+TpGroup = Annotated[ProcessGroup, spmd.Axis("tp")]
 
 
 def vocab_range(global_vocab_size: int, rank: int, world_size: int) -> Tuple[int, int]:
@@ -71,10 +72,14 @@ def parallel_lm_logits(hidden: Hidden, word_embeddings_weight: Annotated[Tensor,
 
 
 class _VocabParallelCrossEntropy(torch.autograd.Function):
-    """Raw Megatron form: the three reductions and a hand-written backward."""
+    """Raw Megatron form: the three reductions and a hand-written backward.
+
+    The body runs with gradients off: its raw collectives are right there and
+    type the tensors they write; forward and backward are annotated with the
+    types the Function has as a whole (its .apply is checked against them)."""
 
     @staticmethod
-    def forward(ctx: Any, vocab_parallel_logits: Tensor, target: Tensor, group: ProcessGroup) -> Tensor:
+    def forward(ctx: Any, vocab_parallel_logits: VocabShard, target: TokenIds, group: TpGroup) -> TokenLoss:
         logits_max = torch.max(vocab_parallel_logits, dim=-1)[0]
         dist.all_reduce(logits_max, op=dist.ReduceOp.MAX, group=group)
         logits = vocab_parallel_logits - logits_max.unsqueeze(dim=-1)
@@ -99,7 +104,7 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         return loss
 
     @staticmethod
-    def backward(ctx: Any, grad_output: Tensor) -> Tuple[Tensor, None, None]:
+    def backward(ctx: Any, grad_output: TokenLoss) -> Tuple[VocabShard, None, None]:
         softmax, target_mask, masked_target_1d = ctx.saved_tensors
         grad_input = softmax.clone()
         grad_2d = grad_input.view(-1, grad_input.size(-1))

@@ -45,7 +45,7 @@ class TensorParallelLinearMode(Enum):
 
 class DifferentiableIdentity(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, tensor: Tensor, group: Optional[ProcessGroup]) -> Tensor:
+    def forward(ctx: Any, tensor: Tensor, group: TpGroup) -> Tensor:
         ctx.group = group
         return tensor
 
@@ -56,7 +56,7 @@ class DifferentiableIdentity(torch.autograd.Function):
 
 class DifferentiableAllReduceSum(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, tensor: Tensor, group: Optional[ProcessGroup]) -> Tensor:
+    def forward(ctx: Any, tensor: Tensor, group: TpGroup) -> Tensor:
         if dist.get_world_size(group) == 1:
             return tensor
         tensor = tensor.clone()
@@ -70,7 +70,7 @@ class DifferentiableAllReduceSum(torch.autograd.Function):
 
 class DifferentiableAllGather(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, tensor: Tensor, group: Optional[ProcessGroup]) -> Tensor:
+    def forward(ctx: Any, tensor: Tensor, group: TpGroup) -> Tensor:
         ctx.group = group
         world_size = dist.get_world_size(group)
         if world_size == 1:
@@ -86,7 +86,7 @@ class DifferentiableAllGather(torch.autograd.Function):
 
 class DifferentiableReduceScatterSum(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, tensor: Tensor, group: Optional[ProcessGroup]) -> Tensor:
+    def forward(ctx: Any, tensor: Tensor, group: TpGroup) -> Tensor:
         ctx.group = group
         world_size = dist.get_world_size(group)
         if world_size == 1:
@@ -100,20 +100,30 @@ class DifferentiableReduceScatterSum(torch.autograd.Function):
         return DifferentiableAllGather.apply(grad_output, ctx.group), None
 
 
+# The Functions as trusted boundaries: the types of what each one's forward and
+# backward do, declared once (their bodies are not checked).
+_identity = spmd.trusted(DifferentiableIdentity.apply, in_types=(Spmd(tp=I), None), out_types=Spmd(tp=R))
+_all_reduce_sum = spmd.trusted(DifferentiableAllReduceSum.apply, in_types=(Spmd(tp=P), None), out_types=Spmd(tp=I))
+_all_gather = spmd.trusted(DifferentiableAllGather.apply, in_types=(Spmd(tp=S(0)), None), out_types=Spmd(tp=R))
+_reduce_scatter_sum = spmd.trusted(
+    DifferentiableReduceScatterSum.apply, in_types=(Spmd(tp=P), None), out_types=Spmd(tp=S(0))
+)
+
+
 def differentiable_identity(tensor: Invariant, group: Optional[ProcessGroup] = None) -> Annotated[Tensor, Spmd(tp=R)]:
-    return DifferentiableIdentity.apply(tensor, group)
+    return _identity(tensor, group)
 
 
 def differentiable_all_reduce_sum(tensor: Annotated[Tensor, Spmd(tp=P)], group: Optional[ProcessGroup] = None) -> Invariant:
-    return DifferentiableAllReduceSum.apply(tensor, group)
+    return _all_reduce_sum(tensor, group)
 
 
 def differentiable_all_gather(tensor: TokenChunk, group: Optional[ProcessGroup] = None) -> Annotated[Tensor, Spmd(tp=R)]:
-    return DifferentiableAllGather.apply(tensor, group)
+    return _all_gather(tensor, group)
 
 
 def differentiable_reduce_scatter_sum(tensor: Annotated[Tensor, Spmd(tp=P)], group: Optional[ProcessGroup] = None) -> TokenChunk:
-    return DifferentiableReduceScatterSum.apply(tensor, group)
+    return _reduce_scatter_sum(tensor, group)
 
 
 # -- functional cores, overloaded on the mode --------------------------------------------

@@ -70,6 +70,18 @@ class GatherFromModelParallelRegion(torch.autograd.Function):
         return torch.chunk(grad_output, world, dim=-1)[pgm().tp_rank].contiguous()
 
 
+# The Functions as trusted boundaries: the types of what they do, declared once.
+copy_to_model_parallel_region = spmd.trusted(
+    CopyToModelParallelRegion.apply, in_types=(Spmd(tp=I),), out_types=Spmd(tp=R)
+)
+reduce_from_model_parallel_region = spmd.trusted(
+    ReduceFromModelParallelRegion.apply, in_types=(Spmd(tp=P),), out_types=Spmd(tp=I)
+)
+gather_from_model_parallel_region = spmd.trusted(
+    GatherFromModelParallelRegion.apply, in_types=(Spmd(tp=S(-1)),), out_types=Spmd(tp=I)
+)
+
+
 class ColumnParallelLinear(nn.Module):
     """picotron's column linear: weight [out / tp, in]; gather_output returns the whole last dim."""
 
@@ -93,14 +105,14 @@ class ColumnParallelLinear(nn.Module):
         nn.init.uniform_(self.weight, -bound, bound)
 
     def forward(self, x: Invariant) -> Sharded:
-        input_parallel = CopyToModelParallelRegion.apply(x)
+        input_parallel = copy_to_model_parallel_region(x)
         output = F.linear(input_parallel, self.weight, self.bias if self.use_bias else None)
         return output
 
     def forward_gathered(self, x: Invariant) -> Invariant:
         """gather_output=True: the whole last dim on every rank (I: its gradient is split back)."""
         output = self.forward(x)
-        return GatherFromModelParallelRegion.apply(output)
+        return gather_from_model_parallel_region(output)
 
 
 class RowParallelLinear(nn.Module):
@@ -120,7 +132,7 @@ class RowParallelLinear(nn.Module):
 
     def forward(self, x: Sharded) -> Invariant:
         output_parallel = F.linear(x, self.weight)
-        output = ReduceFromModelParallelRegion.apply(output_parallel)
+        output = reduce_from_model_parallel_region(spmd.reinterpret(output_parallel, "tp", src=V, dst=P))
         return output + self.bias if self.use_bias else output
 
 
