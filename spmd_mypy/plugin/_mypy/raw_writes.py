@@ -43,7 +43,7 @@ from mypy.nodes import (
 )
 
 from ...vocab.opnames import RAW_WRITES
-from .tree import PHANTOM_ALIAS, sub_blocks
+from .tree import PHANTOM_ALIAS, dotted_name, sub_blocks
 
 RAW_WRITE = "spmd_phantom.raw_write"
 _DIST = "torch.distributed"
@@ -69,20 +69,11 @@ def _dist_bindings(tree: MypyFile) -> Dict[str, str]:
     return out
 
 
-def _dotted(expr: Expression, bindings: Dict[str, str]) -> Optional[str]:
-    if isinstance(expr, NameExpr):
-        return bindings.get(expr.name)
-    if isinstance(expr, MemberExpr):
-        base = _dotted(expr.expr, bindings)
-        return None if base is None else f"{base}.{expr.name}"
-    return None
-
-
 def raw_write_target(call: Expression, bindings: Dict[str, str]) -> Optional[NameExpr]:
     """The name a raw collective call writes, when it is one."""
     if not isinstance(call, CallExpr):
         return None
-    path = _dotted(call.callee, bindings)
+    path = dotted_name(call.callee, bindings)
     if path is None or not path.startswith(_DIST + "."):
         return None
     row = RAW_WRITES.get(path[len(_DIST) + 1:])

@@ -7,7 +7,7 @@ list for every pass that walks one."""
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 from mypy.nodes import (
     ARG_POS,
@@ -94,3 +94,15 @@ def functions_of(stmts: List[Statement]) -> Iterable[FuncDef]:
         else:
             for block in sub_blocks(stmt):
                 yield from functions_of(block.body)
+
+
+def dotted_name(expr: Expression, bindings: Dict[str, str]) -> Optional[str]:
+    """The full dotted name `expr` spells (`dist.all_reduce`, `torch.special.erf`)
+    with its first name resolved through `bindings` (the module's imports);
+    None for anything else."""
+    if isinstance(expr, NameExpr):
+        return bindings.get(expr.name)
+    if isinstance(expr, MemberExpr):
+        base = dotted_name(expr.expr, bindings)
+        return None if base is None else f"{base}.{expr.name}"
+    return None

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional
 
-from mypy.nodes import CallExpr, Expression, Import, ImportFrom, MemberExpr, MypyFile, NameExpr
+from mypy.nodes import CallExpr, Import, ImportFrom, MypyFile
 from mypy.server.subexpr import get_subexpressions
 
-from .tree import UNTYPED, is_untyped_wrapper, wrap_in_phantom
+from .tree import UNTYPED, dotted_name, is_untyped_wrapper, wrap_in_phantom
 
 
 _TORCH = "torch"
@@ -42,15 +42,6 @@ def _torch_bindings(tree: MypyFile) -> Dict[str, str]:
     return out
 
 
-def _dotted(expr: Expression, bindings: Dict[str, str]) -> Optional[str]:
-    if isinstance(expr, NameExpr):
-        return bindings.get(expr.name)
-    if isinstance(expr, MemberExpr):
-        base = _dotted(expr.expr, bindings)
-        return None if base is None else f"{base}.{expr.name}"
-    return None
-
-
 def wrap_untyped_calls(tree: MypyFile, node: Any, wanted: Callable[[str], Optional[str]]) -> None:
     """Wrap the calls in `node` whose callee's dotted path `wanted` maps to a name
     (idempotent: the call inside a wrapper is never wrapped again)."""
@@ -62,7 +53,7 @@ def wrap_untyped_calls(tree: MypyFile, node: Any, wanted: Callable[[str], Option
     for call in exprs:
         if id(call) in inside or is_untyped_wrapper(call):
             continue
-        path = _dotted(call.callee, bindings)
+        path = dotted_name(call.callee, bindings)
         if path is None or wanted(path) is None:
             continue
         # In place: the call's parent is unknown, so the call node becomes
