@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
-from .sourcefile import LastLook, file_version, parse_source, read_source, source_file
+from .sourcefile import FileIndex
 
 # One scope: (first line, last line, axes or None).  axes None marks a function
 # handed to local_map (local code again); a tuple marks @global_spmd code, the
@@ -80,27 +80,11 @@ def global_axes_at(path: Optional[str], line: int, owner: object = None) -> Opti
     return None if best is None else best[2]
 
 
-_LAST_SCOPES = LastLook()
-_CACHE: Dict[str, Tuple[Tuple[int, int], Tuple[Scope, ...]]] = {}  # path -> (version, scopes)
+_SCOPES: FileIndex[Tuple[Scope, ...]] = FileIndex(
+    lambda data: b"global_spmd" in data, lambda tree: _collect_scopes(tree), ()
+)
 
 
 def scopes_for(path: Optional[str], owner: object = None) -> Tuple[Scope, ...]:
     """The global and local_map scopes of a file (cached by mtime and size)."""
-    return _LAST_SCOPES.get(owner, path, _scopes_of_file)
-
-
-def _scopes_of_file(path: Optional[str]) -> Tuple[Scope, ...]:
-    if not source_file(path):
-        return ()
-    assert path is not None
-    key = file_version(path)
-    if key is None:
-        return ()
-    hit = _CACHE.get(path)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    data = read_source(path)
-    tree = parse_source(data) if b"global_spmd" in data else None  # the cheap pre-filter
-    scopes = _collect_scopes(tree) if tree is not None else ()
-    _CACHE[path] = (key, scopes)
-    return scopes
+    return _SCOPES.of(path, owner)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
-from .sourcefile import LastLook, file_version, parse_source, read_source, source_file
+from .sourcefile import FileIndex
 
 Region = Tuple[int, int, str]  # (first line, last line, NO_GRAD or FUNCTION)
 
@@ -82,26 +82,10 @@ def grad_off_at(path: Optional[str], line: int, owner: object = None) -> Optiona
     return FUNCTION if FUNCTION in kinds else NO_GRAD if kinds else None
 
 
-_LAST = LastLook()
-_CACHE: Dict[str, Tuple[Tuple[int, int], Tuple[Region, ...]]] = {}
+_REGIONS: FileIndex[Tuple[Region, ...]] = FileIndex(
+    lambda data: any(m in data for m in _MARKERS), lambda tree: collect_regions(tree), ()
+)
 
 
 def regions_for(path: Optional[str], owner: object = None) -> Tuple[Region, ...]:
-    return _LAST.get(owner, path, _regions_of_file)
-
-
-def _regions_of_file(path: Optional[str]) -> Tuple[Region, ...]:
-    if not source_file(path):
-        return ()
-    assert path is not None
-    key = file_version(path)
-    if key is None:
-        return ()
-    hit = _CACHE.get(path)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    data = read_source(path)
-    tree = parse_source(data) if any(m in data for m in _MARKERS) else None
-    regions = collect_regions(tree) if tree is not None else ()
-    _CACHE[path] = (key, regions)
-    return regions
+    return _REGIONS.of(path, owner)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Callable, Optional, Tuple, TypeVar
+from typing import Callable, Dict, Generic, Optional, Tuple, TypeVar
 
 # torch's own installed sources never hold SPMD annotations; mypy analyzes
 # about 1,700 of them on a cold run, so they are not even stat-ed.  Nor do
@@ -88,4 +88,42 @@ class LastLook:
             return self.value  # type: ignore[return-value]
         value = compute(path)
         self.owner, self.path, self.value = owner, path, value
+        return value
+
+
+class FileIndex(Generic[T]):
+    """What one reader collects from a file's ast, cached per file version.
+
+    `wanted(data)` is the cheap pre-filter on the file's bytes (most files
+    never mention what the reader looks for, and are not parsed);
+    `collect(tree)` builds the answer; `empty` is the answer for a file that
+    is not looked at, not read, or not parsed.  The last answer for one
+    owner is kept too (LastLook), so repeated questions need no stat."""
+
+    def __init__(
+        self, wanted: Callable[[bytes], bool], collect: Callable[[ast.AST], T], empty: T
+    ) -> None:
+        self.wanted = wanted
+        self.collect = collect
+        self.empty = empty
+        self.last = LastLook()
+        self.cache: Dict[str, Tuple[Tuple[int, int], T]] = {}
+
+    def of(self, path: Optional[str], owner: object = None) -> T:
+        return self.last.get(owner, path, self.compute)
+
+    def compute(self, path: Optional[str]) -> T:
+        if not source_file(path):
+            return self.empty
+        assert path is not None
+        key = file_version(path)
+        if key is None:
+            return self.empty
+        hit = self.cache.get(path)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        data = read_source(path)
+        tree = parse_source(data) if self.wanted(data) else None
+        value = self.collect(tree) if tree is not None else self.empty
+        self.cache[path] = (key, value)
         return value

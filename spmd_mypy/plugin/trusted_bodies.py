@@ -26,7 +26,7 @@ import ast
 from typing import Dict, List, Optional, Tuple
 
 from .positions import Pos
-from .sourcefile import LastLook, file_version, parse_source, read_source, source_file
+from .sourcefile import FileIndex
 
 # Where a parameter's `Tensor` is written -> (the declared entry, a Spmd(...)
 # call; whether the parameter is its gradient: backward's).
@@ -44,11 +44,12 @@ def _entries(node: Optional[ast.expr]) -> List[Optional[ast.expr]]:
     if node is None:
         return []
     if isinstance(node, ast.Tuple):
-        return list(node.elts)
+        return list[Optional[ast.expr]](node.elts)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Tuple):
         times = node.right
         if isinstance(times, ast.Constant) and isinstance(times.value, int):
-            return list(node.left.elts) * times.value
+            entries: List[Optional[ast.expr]] = list(node.left.elts)
+            return entries * times.value
         return []
     return [node]
 
@@ -99,26 +100,10 @@ def declared_at(path: Optional[str], pos: Pos, owner: object = None) -> Optional
     return entries_for(path, owner).get(pos)
 
 
-_LAST = LastLook()
-_CACHE: Dict[str, Tuple[Tuple[int, int], Dict[Pos, Entry]]] = {}
+_ENTRIES: FileIndex[Dict[Pos, Entry]] = FileIndex(
+    lambda data: b"trusted" in data and b".apply" in data, lambda tree: collect(tree), {}
+)
 
 
 def entries_for(path: Optional[str], owner: object = None) -> Dict[Pos, Entry]:
-    return _LAST.get(owner, path, _entries_of_file)
-
-
-def _entries_of_file(path: Optional[str]) -> Dict[Pos, Entry]:
-    if not source_file(path):
-        return {}
-    assert path is not None
-    key = file_version(path)
-    if key is None:
-        return {}
-    hit = _CACHE.get(path)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    data = read_source(path)
-    tree = parse_source(data) if b"trusted" in data and b".apply" in data else None
-    found = collect(tree) if tree is not None else {}
-    _CACHE[path] = (key, found)
-    return found
+    return _ENTRIES.of(path, owner)
