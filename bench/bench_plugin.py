@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from _mypyrun import (
     REPO, SIDES, child_env, children_cpu, compile_plugin, git_state, ini_text, log, order, plugin_fingerprint,
@@ -334,22 +334,33 @@ def measure_cold(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str, 
     return data
 
 
-def measure_warm(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str, dict]:
+def _measure_cached(
+    args: argparse.Namespace, sides: Dict[str, Side], mode: str, before: Optional[Callable[[Side, int], None]]
+) -> Dict[str, dict]:
+    """Rounds with the caches filled by one untimed run per side; `before`
+    (if any) edits the side's files ahead of each timed run."""
     for name in SIDES:  # fill (or refresh) the caches, untimed
         r = run_mypy(sides[name])
         if r.rc != 0:
-            raise SystemExit(f"warm-up run ({name}) failed:\n{r.out}")
+            raise SystemExit(f"{mode} warm-up run ({name}) failed:\n{r.out}")
     data: Dict[str, dict] = {s: {"wall": [], "cpu": []} for s in SIDES}
     for i in range(args.warm_rounds):
         for name in order(i):
+            if before is not None:
+                before(sides[name], i)
             r = run_mypy(sides[name])
             if r.rc != 0:
-                raise SystemExit(f"warm run ({name}) failed:\n{r.out}")
+                raise SystemExit(f"{mode} run ({name}) failed:\n{r.out}")
             data[name]["wall"].append(r.wall)
             data[name]["cpu"].append(r.cpu)
         if (i + 1) % 10 == 0:
-            log(args, f"  warm {i + 1}/{args.warm_rounds}")
+            log(args, f"  {mode} {i + 1}/{args.warm_rounds}")
     return data
+
+
+def measure_warm(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str, dict]:
+    """Nothing changed: every module comes from the cache."""
+    return _measure_cached(args, sides, "warm", None)
 
 
 def _touch_files(side: Side, n: int) -> None:
@@ -363,22 +374,8 @@ def _touch_files(side: Side, n: int) -> None:
 
 
 def measure_code(args: argparse.Namespace, sides: Dict[str, Side]) -> Dict[str, dict]:
-    for name in SIDES:  # fill torch's modules into the caches, untimed
-        r = run_mypy(sides[name])
-        if r.rc != 0:
-            raise SystemExit(f"code warm-up run ({name}) failed:\n{r.out}")
-    data: Dict[str, dict] = {s: {"wall": [], "cpu": []} for s in SIDES}
-    for i in range(args.warm_rounds):
-        for name in order(i):
-            _touch_files(sides[name], i)
-            r = run_mypy(sides[name])
-            if r.rc != 0:
-                raise SystemExit(f"code run ({name}) failed:\n{r.out}")
-            data[name]["wall"].append(r.wall)
-            data[name]["cpu"].append(r.cpu)
-        if (i + 1) % 10 == 0:
-            log(args, f"  code {i + 1}/{args.warm_rounds}")
-    return data
+    """Every user file edited before each run; torch's modules cached."""
+    return _measure_cached(args, sides, "code", _touch_files)
 
 
 def _dmypy(side: Side, *cmd: str) -> subprocess.CompletedProcess:
