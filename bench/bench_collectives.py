@@ -41,7 +41,6 @@ import json
 import os
 import pstats
 import resource
-import socket
 import statistics
 import sys
 import tempfile
@@ -50,6 +49,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from _ranks import free_port
 from _stats import bootstrap_ratio_ci
 
 _REPO = Path(__file__).resolve().parent.parent
@@ -425,12 +425,6 @@ def _worker(rank: int, args: argparse.Namespace, port: int, out_path: str) -> No
             os._exit(status)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def summarize(results: List[dict]) -> List[dict]:
     rows = []
     for res in results:
@@ -479,7 +473,7 @@ def print_table(rows: List[dict]) -> None:
 
 def run_gloo(args: argparse.Namespace) -> int:
     rows_, cols_ = pick_shape(args.size_bytes, args.world)
-    port = _free_port()
+    port = free_port()
     print(
         f"gloo on 127.0.0.1:{port}, world {args.world}, 1-D mesh {AXIS!r}; float32 input "
         f"{rows_}x{cols_} = {args.size_bytes} bytes per rank; {args.rounds} rounds x "

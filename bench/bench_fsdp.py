@@ -26,12 +26,8 @@ Run:  python bench/bench_fsdp.py [--world 4] [--rows 2048] [--cols 1024] [--roun
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import socket
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -42,6 +38,8 @@ if str(_REPO) not in sys.path:
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+
+from _ranks import interleaved, run_on_ranks  # noqa: E402
 
 _RECORDED = ("all_reduce", "reduce_scatter_single", "reduce_scatter_tensor", "all_gather_single",
              "all_gather_into_tensor", "all_to_all_single")
@@ -94,13 +92,27 @@ def _upstream(rank: int, rows: int, cols: int) -> torch.Tensor:
     return torch.randn(rows, cols, generator=torch.Generator().manual_seed(100 + rank))
 
 
-def _worker(rank: int, args: argparse.Namespace, port: int, out_path: str) -> None:
+def _backward_form(w: torch.Tensor, gather: Callable[[], torch.Tensor], g: torch.Tensor,
+                   iters: int) -> Callable[[], float]:
+    """Seconds per backward of the gathered weight (the gathers untimed)."""
+
+    def form() -> float:
+        fulls = [gather() for _ in range(iters)]
+        t0 = time.perf_counter()
+        for full in fulls:
+            full.backward(g)
+        seconds = (time.perf_counter() - t0) / iters
+        w.grad = None
+        return seconds
+
+    return form
+
+
+def _body(rank: int, args: argparse.Namespace) -> Dict[str, Any]:
     import spmd_mypy as spmd
     from torch.distributed.device_mesh import init_device_mesh
 
-    torch.set_num_threads(1)
     rec = Recorder()
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.world)
     mesh = init_device_mesh("cpu", (args.world,), mesh_dim_names=("dp",))
     n, rows = args.world, args.rows // args.world
     w = torch.randn(rows, args.cols, generator=torch.Generator().manual_seed(rank)).requires_grad_(True)
@@ -117,24 +129,11 @@ def _worker(rank: int, args: argparse.Namespace, port: int, out_path: str) -> No
             rec.on = False
             torch.testing.assert_close(w.grad, want, rtol=1e-5, atol=1e-5)
             res[name] = {"calls": list(rec.calls)}
-        times: Dict[str, List[float]] = {k: [] for k in forms}
-        for r in range(args.rounds):
-            order = list(forms.items())
-            for name, gather in (order if r % 2 == 0 else order[::-1]):
-                fulls = [gather() for _ in range(args.iters)]
-                dist.barrier()
-                t0 = time.perf_counter()
-                for full in fulls:
-                    full.backward(g)
-                times[name].append((time.perf_counter() - t0) / args.iters)
-                w.grad = None
+        times = interleaved({k: _backward_form(w, gather, g, args.iters) for k, gather in forms.items()},
+                            args.rounds)
         for name in forms:
             res[name]["ms"] = statistics.median(times[name]) * 1e3
-    if rank == 0:
-        Path(out_path).write_text(json.dumps(res))
-    dist.barrier()
-    dist.destroy_process_group()
-    os._exit(0)  # the teardown trap (shared/notes/torch-distributed.md)
+    return res
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -145,15 +144,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=3)
     args = ap.parse_args(argv)
-    import torch.multiprocessing as mp
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "out.json")
-        mp.spawn(_worker, args=(args, port, out), nprocs=args.world, join=True)
-        res = json.loads(Path(out).read_text())
+    res = run_on_ranks(_body, args, args.world)
     n = args.world
     print(f"world {n}, weight {args.rows} x {args.cols} float32 ({args.rows * args.cols * 4:,} bytes), "
           f"S(0) on dp; {args.rounds} rounds x {args.iters} iters")

@@ -27,13 +27,8 @@ Run:  python bench/bench_uneven.py [--world 4] [--row 65536] [--rounds 9] [--ite
 from __future__ import annotations
 
 import argparse
-import os
-import socket
 import statistics
 import sys
-import tempfile
-import json
-import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -43,6 +38,8 @@ if str(_REPO) not in sys.path:
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+
+from _ranks import interleaved, run_on_ranks, timed  # noqa: E402
 
 # -- the padded forms (the runtime's kernels before the exact ones) ---------------------
 
@@ -109,17 +106,14 @@ def _cases(world: int, row: int) -> Dict[str, Tuple[List[int], List[int]]]:
     return {"all_gather": (sizes, b), "reduce_scatter": (sizes, b), "all_to_all": (sizes, b)}
 
 
-def _worker(rank: int, args: argparse.Namespace, port: int, out_path: str) -> None:
+def _body(rank: int, args: argparse.Namespace) -> Dict[str, object]:
     import spmd_mypy as spmd
     from spmd_mypy import P, R, S
     from torch.distributed.device_mesh import init_device_mesh
 
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=args.world)
     mesh = init_device_mesh("cpu", (args.world,), mesh_dim_names=("w",))
     group = mesh.get_group("w")
-    results = {}
+    results: Dict[str, object] = {}
     with spmd.set_mesh(mesh):
         for kind, (a, b) in _cases(args.world, args.row).items():
             gen = torch.Generator().manual_seed(rank)
@@ -137,15 +131,8 @@ def _worker(rank: int, args: argparse.Namespace, port: int, out_path: str) -> No
                 exact = lambda: spmd.all_to_all(x, "w", src=S(0), dst=S(1), split_sizes=(a, b))
                 padded = lambda: padded_all_to_all(x, a, b, rank, group)
             torch.testing.assert_close(exact(), padded(), rtol=1e-5, atol=1e-5)
-            times: Dict[str, List[float]] = {"exact": [], "padded": []}
-            for r in range(args.rounds):
-                order = [("exact", exact), ("padded", padded)]
-                for name, fn in (order if r % 2 == 0 else order[::-1]):
-                    dist.barrier()
-                    t0 = time.perf_counter()
-                    for _ in range(args.iters):
-                        fn()
-                    times[name].append((time.perf_counter() - t0) / args.iters)
+            forms = {"exact": timed(exact, args.iters), "padded": timed(padded, args.iters)}
+            times = interleaved(forms, args.rounds)
             results[kind] = {k: statistics.median(v) for k, v in times.items()}
         x = torch.ones(_cases(args.world, args.row)["all_gather"][0][rank], 4)
         try:
@@ -154,11 +141,7 @@ def _worker(rank: int, args: argparse.Namespace, port: int, out_path: str) -> No
             results["list_all_gather"] = "ran"
         except Exception as e:  # gloo: "invalid tensor size"
             results["list_all_gather"] = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
-    if rank == 0:
-        Path(out_path).write_text(json.dumps(results))
-    dist.barrier()
-    dist.destroy_process_group()
-    os._exit(0)  # the teardown trap (shared/notes/torch-distributed.md)
+    return results
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -168,15 +151,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--iters", type=int, default=5)
     args = ap.parse_args(argv)
-    import torch.multiprocessing as mp
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "out.json")
-        mp.spawn(_worker, args=(args, port, out), nprocs=args.world, join=True)
-        res = json.loads(Path(out).read_text())
+    res = run_on_ranks(_body, args, args.world)
     print(f"world {args.world}, rows of {args.row} floats, {args.rounds} rounds x {args.iters} iters")
     print(f"{'collective':<16}{'splits':<26}{'sent exact':>13}{'sent padded':>14}{'ratio':>7}"
           f"{'ms exact':>10}{'ms padded':>11}{'ratio':>7}")
