@@ -163,7 +163,7 @@ from .tensor_types import (
     type_arguments,
 )
 from .dtensor_types import DTENSOR_MODULE, imports_dtensor, later_partners, mesh_names, placed_dtensor, placed_of
-from .spmd_types_tree import dict_entries, enum_value, instance_fullname, is_process_group, literal_str
+from .spmd_types_tree import dict_entries, enum_value, instance_fullname
 from .spmd_types_regions import (
     Asserted,
     decorator_call,
@@ -305,8 +305,6 @@ __all__ = [
     "group_in_analyzer",
     "group_in_checker",
     "group_text",
-    "is_process_group",
-    "literal_str",
     "plain_group_in_analyzer",
     "relax_group",
     # signatures

@@ -9,7 +9,8 @@
   {**spmd.get_local_type(y), g: spmd.S(1)}` or `out = dict(...)` followed by
   `out[g] = spmd.I`) is written into the call as one dict display, so its
   hook reads it where it is used, as the runtime does.
-- dict_entries, enum_value, is_process_group: reading the arguments.
+- dict_entries, enum_value: reading the arguments (group_types.py reads
+  ProcessGroup and Literal axis keys).
 """
 
 from __future__ import annotations
@@ -196,21 +197,6 @@ def enum_value(expr: Expression) -> Optional[str]:
                 return expr.name.lower()
             return None
     return None
-
-
-def is_process_group(typ: Optional[Type]) -> bool:
-    t = get_proper_type(typ) if typ is not None else None
-    if isinstance(t, LiteralType):
-        t = t.fallback
-    return isinstance(t, Instance) and t.type.fullname.endswith(".ProcessGroup")
-
-
-def literal_str(typ: Optional[Type]) -> Optional[str]:
-    """The value of a type Literal["..."], else None."""
-    t = get_proper_type(typ) if typ is not None else None
-    if isinstance(t, Instance) and t.last_known_value is not None:
-        t = t.last_known_value
-    return t.value if isinstance(t, LiteralType) and isinstance(t.value, str) else None
 
 
 def instance_fullname(typ: Optional[Type]) -> Optional[str]:
