@@ -58,11 +58,7 @@ def guarded(fn: Hook[T], fallback: Hook[T]) -> Hook[T]:
 
     def hook(ctx: Any) -> T:
         vocabulary = _VOCABULARY[0]
-        if vocabulary is not None:
-            return _in_vocabulary(ctx, vocabulary, run)
-        return run(ctx)
-
-    def run(ctx: Any) -> T:
+        mark = None if vocabulary is None else _mypy.error_mark(getattr(ctx, "api", None))
         try:
             return fn(ctx)
         except Exception as exc:
@@ -70,16 +66,11 @@ def guarded(fn: Hook[T], fallback: Hook[T]) -> Hook[T]:
                 raise
             report_skipped(ctx, fn, exc)
             return fallback(ctx)
+        finally:
+            if vocabulary is not None:
+                _mypy.reword_since(mark, _CODES, _reworded(vocabulary))
 
     return hook
-
-
-def _in_vocabulary(ctx: Any, vocabulary: str, run: Hook[T]) -> T:
-    mark = _mypy.error_mark(getattr(ctx, "api", None))
-    try:
-        return run(ctx)
-    finally:
-        _mypy.reword_since(mark, _CODES, _reworded(vocabulary))
 
 
 def skipped_text(fn: Any, exc: BaseException) -> str:

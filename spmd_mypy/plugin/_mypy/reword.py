@@ -41,7 +41,9 @@ def reword_since(mark: Mark, codes: FrozenSet[str], reword: Callable[[str], str]
     if mark is None:
         return
     errors, count = mark
-    held = [getattr(w, "_filtered", ()) for w in getattr(errors, "_watchers", ())]
+    # get_watchers() is public; a watcher's held errors are read from its
+    # field because filtered_errors() asserts on a watcher that keeps none.
+    held = [getattr(w, "_filtered", None) for w in errors.get_watchers()]
     for infos in (errors.error_info_map.get(errors.file, [])[count:], *held):
         for info in infos or ():
             if getattr(info.code, "code", None) in codes:
