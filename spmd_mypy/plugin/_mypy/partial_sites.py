@@ -20,21 +20,18 @@ built once per tree (the checker's tree of the file)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from mypy.nodes import (
     ARG_POS,
     AssignmentStmt,
-    Block,
     CallExpr,
-    ClassDef,
     Decorator,
     Expression,
     FuncDef,
     MemberExpr,
     MypyFile,
     NameExpr,
-    OverloadedFuncDef,
     RefExpr,
     Statement,
     TypeInfo,
@@ -43,7 +40,7 @@ from mypy.server.subexpr import get_subexpressions
 from mypy.types import CallableType
 
 from .carriers import carried
-from .tree import is_phantom_call, sub_blocks
+from .tree import blocks_in, is_phantom_call
 
 Span = Tuple[int, int, int, int]
 # A call -> (its value argument, the axes it declares partial), or None.
@@ -65,26 +62,6 @@ def _unwrapped(expr: Expression) -> Expression:
     return expr
 
 
-def _blocks(stmts: List[Statement]) -> Iterator[Block]:
-    """Every block among `stmts`: bodies of functions, classes and compound statements."""
-    for stmt in stmts:
-        inner: List[Block] = []
-        if isinstance(stmt, Decorator):
-            inner = [stmt.func.body]
-        elif isinstance(stmt, FuncDef):
-            inner = [stmt.body]
-        elif isinstance(stmt, OverloadedFuncDef):
-            items = [*stmt.items, *([stmt.impl] if stmt.impl else [])]
-            inner = [i.func.body if isinstance(i, Decorator) else i.body for i in items]
-        elif isinstance(stmt, ClassDef):
-            inner = [stmt.defs]
-        else:
-            inner = sub_blocks(stmt)
-        for block in inner:
-            yield block
-            yield from _blocks(block.body)
-
-
 def _index(tree: MypyFile, reads: Reads) -> Dict[Span, FrozenSet[str]]:
     index: Dict[Span, FrozenSet[str]] = {}
     value_names: Dict[int, FrozenSet[str]] = {}  # id(NameExpr value argument) -> axes
@@ -101,7 +78,7 @@ def _index(tree: MypyFile, reads: Reads) -> Dict[Span, FrozenSet[str]]:
             add(value, axes)
             if isinstance(_unwrapped(value), NameExpr):
                 value_names[id(_unwrapped(value))] = axes
-    for block in _blocks(tree.defs):
+    for block in blocks_in(tree.defs):
         names: List[Optional[List[NameExpr]]] = [None] * len(block.body)
         for k, stmt in enumerate(block.body):
             if isinstance(stmt, AssignmentStmt) and len(stmt.lvalues) == 1 and isinstance(stmt.lvalues[0], NameExpr):

@@ -7,7 +7,7 @@ list for every pass that walks one."""
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, Iterator, List, Optional
 
 from mypy.nodes import (
     ARG_POS,
@@ -77,6 +77,26 @@ def sub_blocks(stmt: Statement) -> List[Block]:
     if isinstance(stmt, Block):
         return [stmt]
     return []
+
+
+def blocks_in(stmts: List[Statement]) -> Iterator[Block]:
+    """Every block among `stmts`: bodies of functions, classes and compound statements."""
+    for stmt in stmts:
+        inner: List[Block] = []
+        if isinstance(stmt, Decorator):
+            inner = [stmt.func.body]
+        elif isinstance(stmt, FuncDef):
+            inner = [stmt.body]
+        elif isinstance(stmt, OverloadedFuncDef):
+            items = [*stmt.items, *([stmt.impl] if stmt.impl else [])]
+            inner = [i.func.body if isinstance(i, Decorator) else i.body for i in items]
+        elif isinstance(stmt, ClassDef):
+            inner = [stmt.defs]
+        else:
+            inner = sub_blocks(stmt)
+        for block in inner:
+            yield block
+            yield from blocks_in(block.body)
 
 
 def functions_of(stmts: List[Statement]) -> Iterable[FuncDef]:

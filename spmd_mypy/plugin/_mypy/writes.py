@@ -8,20 +8,17 @@ from typing import Any, Dict, List, Optional
 from mypy.nodes import (
     AssignmentStmt,
     CallExpr,
-    ClassDef,
     Context,
-    Decorator,
     Expression,
     FuncDef,
     MemberExpr,
-    OverloadedFuncDef,
     RefExpr,
     Statement,
 )
 from mypy.types import Type
 
 from .carriers import check_owner
-from .tree import sub_blocks
+from .tree import blocks_in
 
 
 class _WrittenValues:
@@ -40,22 +37,12 @@ _WRITTEN = _WrittenValues()
 
 def _index_member_assignments(stmts: List[Statement], values: Dict[int, Expression]) -> None:
     """Every `obj.attr = e` among `stmts`, in nested blocks, functions and classes."""
-    for stmt in stmts:
-        if isinstance(stmt, AssignmentStmt):
-            for lvalue in stmt.lvalues:
-                if isinstance(lvalue, MemberExpr):
-                    values[id(lvalue)] = stmt.rvalue
-        elif isinstance(stmt, Decorator):
-            _index_member_assignments(stmt.func.body.body, values)
-        elif isinstance(stmt, FuncDef):
-            _index_member_assignments(stmt.body.body, values)
-        elif isinstance(stmt, OverloadedFuncDef):
-            _index_member_assignments([*stmt.items, *([stmt.impl] if stmt.impl else [])], values)
-        elif isinstance(stmt, ClassDef):
-            _index_member_assignments(stmt.defs.body, values)
-        else:
-            for block in sub_blocks(stmt):
-                _index_member_assignments(block.body, values)
+    for body in (stmts, *(block.body for block in blocks_in(stmts))):
+        for stmt in body:
+            if isinstance(stmt, AssignmentStmt):
+                for lvalue in stmt.lvalues:
+                    if isinstance(lvalue, MemberExpr):
+                        values[id(lvalue)] = stmt.rvalue
 
 
 def written_value(api: Any, lvalue: Context) -> Optional[Expression]:
