@@ -99,13 +99,15 @@ class Sum:
     line: int
     axis: str
     kind: str  # PENDING_ONLY, EVERY or NAMED
-    params: Tuple[str, ...] = ()  # NAMED: the parameters' paths
+    params: Tuple[str, ...] = ()  # NAMED: the parameters' paths; EVERY: a submodule's
     text: str = ""  # the code, as written
 
     def covers(self, param: Param) -> bool:
         if self.kind == PENDING_ONLY:
             return param.state(self.axis) == PENDING
-        return self.kind == EVERY or param.path in self.params
+        if self.kind == EVERY:  # params: the submodule looped over, if not the root
+            return not self.params or any(param.path.startswith(f"{m}.") for m in self.params)
+        return param.path in self.params
 
 
 @dataclass(frozen=True)
