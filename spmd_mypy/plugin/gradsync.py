@@ -45,7 +45,7 @@ FINISHING = (SYNC_GRADS, SYNC_GRAD, ON_STEP)
 SPMD_ALL_REDUCE = "spmd_mypy.runtime.api.all_reduce"
 RAW_ALL_REDUCE = ("torch.distributed.distributed_c10d.all_reduce", "torch.distributed.all_reduce")
 
-Root = _mypy.Expression  # a NameExpr: the module the sums finish
+Root = Any  # a NameExpr (mypy's): the module the sums finish
 
 
 def _axes(ctx: Any, expr: _mypy.Expression) -> Tuple[str, ...]:
@@ -55,39 +55,66 @@ def _axes(ctx: Any, expr: _mypy.Expression) -> Tuple[str, ...]:
     return found if isinstance(found, tuple) else (found,)
 
 
-def _targets(site: _mypy.CallSite, expr: _mypy.Expression) -> Optional[Tuple[Root, str, Tuple[str, ...]]]:
-    """(root, kind, paths) of the parameters `expr` stands for: a parameter
-    `model.a.w`, or a loop variable over `model.parameters()` or over a
-    tuple of parameters."""
+Target = Tuple[Root, str, Tuple[str, ...]]  # (root, kind, parameter paths or module prefixes)
+
+
+def _module_of(site: _mypy.CallSite, expr: _mypy.Expression, depth: int = 0) -> Optional[Tuple[Root, str]]:
+    """(root, dotted prefix) of a module expression: `model` -> (model, ""),
+    `model.blocks` -> (model, "blocks"); a loop variable over a module list
+    `model.layers` -> (model, "layers.*")."""
     found = _mypy.member_path(expr)
-    if found is None:
+    if found is None or depth > 4:
         return None
     root, path = found
-    if path:
-        return root, NAMED, (".".join(path),)
     bound = _mypy.loop_binding(site, root.name)
     if bound is None:
+        return root, ".".join(path)
+    outer = _module_of(site, bound[1], depth + 1)
+    if outer is None or _mypy.listed_items(bound[1]) is not None:
         return None
+    return outer[0], ".".join(p for p in (outer[1], "*", *path) if p)
+
+
+def _targets(site: _mypy.CallSite, expr: _mypy.Expression, depth: int = 0) -> Optional[Target]:
+    """(root, kind, paths) of the parameters `expr` stands for: a parameter
+    `model.a.w`, a loop variable over `model.parameters()`, over a tuple of
+    parameters, or an attribute of a loop variable over a module list."""
+    found = _mypy.member_path(expr)
+    if found is None or depth > 4:
+        return None
+    root, path = found
+    bound = _mypy.loop_binding(site, root.name)
+    if bound is None:
+        return (root, NAMED, (".".join(path),)) if path else None
     iterated = bound[1]
     receiver = _mypy.method_call_of(iterated, ("parameters", "named_parameters"))
     if receiver is not None:
-        owner = _mypy.member_path(receiver)
-        if owner is None:
+        owner = _module_of(site, receiver, depth + 1)
+        if owner is None or path:
             return None
-        return owner[0], EVERY, (".".join(owner[1]),) if owner[1] else ()
+        return owner[0], EVERY, (owner[1],) if owner[1] else ()
     items = _mypy.listed_items(iterated)
-    if not items:
+    if items is None:
+        owner = _module_of(site, iterated, depth + 1)  # `for layer in model.layers: layer.ln_w`
+        if owner is None or not path:
+            return None
+        return owner[0], NAMED, (".".join(p for p in (owner[1], "*", *path) if p),)
+    resolved: List[Target] = []
+    for item in items:
+        one = _targets(site, item, depth + 1)
+        if one is None or one[1] != NAMED or (resolved and one[0].name != resolved[0][0].name):
+            return None
+        resolved.append(one)
+    if not resolved:
         return None
-    paths = [_mypy.member_path(e) for e in items]
-    if any(p is None or not p[1] or p[0].name != paths[0][0].name for p in paths):  # type: ignore[index]
-        return None
-    return paths[0][0], NAMED, tuple(".".join(p[1]) for p in paths)  # type: ignore[index]
+    suffix = "." + ".".join(path) if path else ""
+    return resolved[0][0], NAMED, tuple(p + suffix for r in resolved for p in r[2])
 
 
-def _strip_grad(expr: _mypy.Expression) -> Optional[_mypy.Expression]:
+def _strip_grad(expr: Any) -> Optional[_mypy.Expression]:
     """`w` for `w.grad` or `w.grad.data`, else None."""
     while getattr(expr, "name", None) in ("grad", "data") and hasattr(expr, "expr"):
-        inner = expr.expr  # type: ignore[attr-defined]
+        inner = expr.expr
         if getattr(expr, "name", None) == "grad":
             return inner
         expr = inner
@@ -116,12 +143,13 @@ def _sums_of(ctx: Any, func: Any, site: _mypy.CallSite) -> Iterator[Tuple[Root, 
         at = 0 if name == SYNC_GRADS else 1
         if len(call.args) <= at:
             return
-        owner = _mypy.member_path(call.args[at])
-        if owner is None or owner[1]:
+        owner = _module_of(site, call.args[at])
+        if owner is None:
             return
+        prefix = (owner[1],) if owner[1] else ()
         for arg in call.args[at + 1:]:
             for axis in _axes(ctx, arg):
-                yield owner[0], Sum(call.line, axis, PENDING_ONLY, (), text)
+                yield owner[0], Sum(call.line, axis, PENDING_ONLY, prefix, text)
         return
     if name == SYNC_GRAD:
         param = call.args[0] if call.args else None
@@ -178,11 +206,11 @@ def check_finishing(ctx: Any) -> _mypy.Type:
     by_root: Dict[str, Tuple[Root, List[Sum]]] = {}
     for site in sites:
         for root, s in _sums_of(ctx, func, site):
-            by_root.setdefault(root.name, (root, []))[1].append(s)  # type: ignore[attr-defined]
+            by_root.setdefault(root.name, (root, []))[1].append(s)
     tree = getattr(ctx.api, "tree", None)
     here = getattr(tree, "fullname", None)
     for name, (root, sums) in by_root.items():
-        declared = _mypy.module_parameters(_mypy.name_type(root))  # type: ignore[arg-type]
+        declared = _mypy.module_parameters(ctx.api, _mypy.name_type(root))
         if declared is None:
             continue
         params = _params(declared, here)

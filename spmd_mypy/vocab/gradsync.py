@@ -99,15 +99,15 @@ class Sum:
     line: int
     axis: str
     kind: str  # PENDING_ONLY, EVERY or NAMED
-    params: Tuple[str, ...] = ()  # NAMED: the parameters' paths; EVERY: a submodule's
+    params: Tuple[str, ...] = ()  # NAMED: the parameters' paths; else a submodule's, if any
     text: str = ""  # the code, as written
 
     def covers(self, param: Param) -> bool:
-        if self.kind == PENDING_ONLY:
-            return param.state(self.axis) == PENDING
-        if self.kind == EVERY:  # params: the submodule looped over, if not the root
-            return not self.params or any(param.path.startswith(f"{m}.") for m in self.params)
-        return param.path in self.params
+        if self.kind == NAMED:
+            return param.path in self.params
+        # PENDING_ONLY, EVERY: params names the submodule, if not the root ("layers.*": each layer)
+        inside = not self.params or any(param.path.startswith(f"{m}.") for m in self.params)
+        return inside and (self.kind == EVERY or param.state(self.axis) == PENDING)
 
 
 @dataclass(frozen=True)
@@ -168,14 +168,27 @@ def missing_message(p: Param, axis: str, root: str, where: str) -> str:
         else "it is R there, so each rank's backward leaves its addend (P) in .grad"
     )
     return (
-        f"gradient of {root}.{p.path} ({p.declared(axis)}) is never summed over '{axis}' by "
+        f"gradient of {shown_path(root, p.path)} ({p.declared(axis)}) is never summed over '{axis}' by "
         f"{where}: {why}, and the ranks step with different partial gradients. "
-        f"Hint: spmd.sync_grad({root}.{p.path}, '{axis}')"
+        f"Hint: {sum_call(root, p.path, axis)}"
     )
 
 
+def shown_path(root: str, path: str) -> str:
+    """`model.layers.*.ln_w` (each element of a module list) as `model.layers[*].ln_w`."""
+    return f"{root}.{path}".replace(".*", "[*]")
+
+
+def sum_call(root: str, path: str, axis: str) -> str:
+    """The call that sums one parameter's gradient over `axis` (a loop over a module list's elements)."""
+    head, star, tail = path.partition(".*.")
+    if not star:
+        return f"spmd.sync_grad({root}.{path}, '{axis}')"
+    return f"for m in {root}.{head}: {sum_call('m', tail, axis)}"
+
+
 def _names(ps: Sequence[Param], axis: str, root: str) -> str:
-    shown = ", ".join(f"{root}.{p.path} ({p.declared(axis)})" for p in ps)
+    shown = ", ".join(f"{shown_path(root, p.path)} ({p.declared(axis)})" for p in ps)
     return f"gradient of {shown} is" if len(ps) == 1 else f"gradients of {shown} are"
 
 
@@ -189,7 +202,8 @@ def twice_message(ps: Sequence[Param], axis: str, root: str, first: Sum, second:
 
 
 def wrong_axis_message(ps: Sequence[Param], axis: str, root: str, s: Sum) -> str:
-    reasons = sorted({WRONG_SUM[st].format(axis=axis) for st in (p.state(axis) for p in ps) if st in WRONG_SUM})
+    states = {p.state(axis) for p in ps}
+    reasons = sorted(WRONG_SUM[st].format(axis=axis) for st in states if st is not None and st in WRONG_SUM)
     return (
         f"{_names(ps, axis, root)} summed over '{axis}' by `{s.text}`, but not pending there: "
         f"{'; '.join(reasons)}. Hint: delete `{s.text}`"

@@ -38,7 +38,7 @@ from mypy.nodes import (
 )
 from mypy.types import Instance, Type, get_proper_type
 
-from .members import module_class, without_none
+from .members import element_class, module_class, without_none
 from .tree import sub_blocks
 
 TIE = "spmd_mypy.runtime.gradsync.tie"
@@ -173,22 +173,51 @@ class DeclaredParam:
     module: str  # the module the declaring class is in
 
 
-def module_parameters(typ: Optional[Type], depth: int = 4) -> Optional[List[DeclaredParam]]:
+def module_parameters(api: Any, typ: Optional[Type], depth: int = 4) -> Optional[List[DeclaredParam]]:
     """The tensor attributes declared by the module class of `typ` and by the
-    module classes of its attributes (paths dotted); None if typ is no module."""
+    module classes of its attributes (paths dotted; the elements of a module
+    list built in `__init__` from one class as `name.*`); None if typ is no
+    module."""
     inst = module_class(typ)
     if inst is None:
         return None
     out: List[DeclaredParam] = []
-    _collect(inst.type, "", depth, out, set())
+    _collect(api, inst.type, "", depth, out, set())
     return out
 
 
-def _collect(info: TypeInfo, prefix: str, depth: int, out: List[DeclaredParam], seen: set) -> None:
+def _init_of(info: TypeInfo) -> Optional[FuncDef]:
+    sym = info.names.get("__init__")
+    init = sym.node if sym is not None else None
+    if isinstance(init, Decorator):
+        init = init.func
+    return init if isinstance(init, FuncDef) else None
+
+
+def _list_elements(api: Any, info: TypeInfo) -> Dict[str, TypeInfo]:
+    """attribute -> element class, for `self.x = nn.ModuleList([...])` (or
+    nn.Sequential) in `__init__` whose elements are of one module class."""
+    init = _init_of(info)
+    out: Dict[str, TypeInfo] = {}
+    for site in calls_of_function(init) if init is not None else ():
+        if not site.fullname.endswith((".ModuleList", ".Sequential")) or len(site.targets) != 1:
+            continue
+        target = member_path(site.targets[0])
+        if target is None or target[0].name != "self" or len(target[1]) != 1 or not site.call.args:
+            continue
+        elem = element_class(api, site.call.args[0])
+        if elem is not None:
+            out[target[1][0]] = elem.type
+    return out
+
+
+def _collect(api: Any, info: TypeInfo, prefix: str, depth: int, out: List[DeclaredParam], seen: set) -> None:
     if info.fullname in seen or depth < 0:
         return
     seen = seen | {info.fullname}
     ties = _ties(info)
+    for name, elem in _list_elements(api, info).items():
+        _collect(api, elem, f"{prefix}{name}.*.", depth - 1, out, seen)
     done = set()
     for base in info.mro:
         if base.fullname.startswith("torch."):
@@ -201,7 +230,7 @@ def _collect(info: TypeInfo, prefix: str, depth: int, out: List[DeclaredParam], 
             typ = without_none(node.type)
             sub = module_class(typ) if typ is not None else None
             if sub is not None:
-                _collect(sub.type, f"{prefix}{name}.", depth - 1, out, seen)
+                _collect(api, sub.type, f"{prefix}{name}.", depth - 1, out, seen)
             elif typ is not None and _is_tensor(typ):
                 out.append(DeclaredParam(prefix + name, typ, ties.get(name, ()), node.line, base.module_name))
     for path, axes in ties.items():
@@ -217,11 +246,8 @@ def _is_tensor(typ: Type) -> bool:
 def _ties(info: TypeInfo) -> Dict[str, Tuple[str, ...]]:
     """path -> axes for each `spmd.tie(..., "pp")` in the class's __init__:
     `self.w = spmd.tie(nn.Parameter(...), "pp")` or `spmd.tie(self.head.weight, "pp")`."""
-    sym = info.names.get("__init__")
-    init = sym.node if sym is not None else None
-    if isinstance(init, Decorator):
-        init = init.func
-    if not isinstance(init, FuncDef):
+    init = _init_of(info)
+    if init is None:
         return {}
     out: Dict[str, Tuple[str, ...]] = {}
     for site in calls_of_function(init):
