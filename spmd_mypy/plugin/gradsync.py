@@ -49,7 +49,7 @@ Root = Any  # a NameExpr (mypy's): the module the sums finish
 
 
 def _axes(ctx: Any, expr: _mypy.Expression) -> Tuple[str, ...]:
-    found = axis_of(expr, _mypy.typed_before(ctx.api, expr))
+    found = axis_of(expr, _mypy.known_type(ctx.api, expr))
     if found is None:
         return ()
     return found if isinstance(found, tuple) else (found,)

@@ -139,6 +139,24 @@ def name_type(expr: NameExpr) -> Optional[Type]:
     return node.type if isinstance(node, Var) else None
 
 
+def known_type(api: Any, expr: Expression) -> Optional[Type]:
+    """The type of `expr` without checking code ahead of the checker: a
+    name's declared or inferred type, the type already recorded, or for a
+    call of a named function (a group getter) its type now; else None."""
+    if isinstance(expr, NameExpr):
+        found = name_type(expr)
+        if found is not None:
+            return found
+    recorded = api.lookup_type_or_none(expr)
+    if recorded is not None:
+        return recorded
+    if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and not expr.args:
+        return api.get_expression_type(expr)
+    if isinstance(expr, MemberExpr) and isinstance(expr.expr, NameExpr) and name_type(expr.expr) is not None:
+        return api.get_expression_type(expr)  # `self.dp_group`, `pg.tp_group`: an attribute of a typed name
+    return None
+
+
 def loop_binding(site: CallSite, name: str) -> Optional[Tuple[ForStmt, Expression]]:
     """The innermost loop of `site` binding `name` as its index (`for p in`)
     or the last item of a tuple index (`for n, p in`), with that index."""
