@@ -50,6 +50,10 @@ _RUNTIME = {
     "global_spmd": "global_ops",
     "local_map": "global_ops",
     "trusted": "trusted",
+    "tie": "gradsync",
+    "sync_grad": "gradsync",
+    "sync_grads": "gradsync",
+    "sync_grads_on_step": "gradsync",
 }
 # Pure-Python vocabulary loaded on first use too: the mypy plugin imports this
 # package on every run and never plans a redistribution.
@@ -96,6 +100,7 @@ if TYPE_CHECKING:
     from .runtime.mesh import current_mesh, set_mesh
     from .runtime.simulate import simulate
     from .runtime.trusted import trusted
+    from .runtime.gradsync import sync_grad, sync_grads, sync_grads_on_step, tie
     from .runtime import partitioned
 
 

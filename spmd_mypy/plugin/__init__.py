@@ -29,6 +29,8 @@ of times per run):
   report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
   spmd.partitioned.*      partitioned.HOOKS       (PS/PSA conversions; ops.op_hook and the
                           collectives ask partitioned.py about PS/PSA operands)
+  spmd.sync_grads & co.   gradsync.HOOKS          (the gradient-sync contract of the finishing
+                                                  function; in-place collectives and live aliases)
   spmd.assert_like        layout_vars.HOOKS       (a flag-dependent Union tied to a witness)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
@@ -57,6 +59,7 @@ from . import (
     declared,
     dtensor,
     global_mode,
+    gradsync,
     layout_vars,
     groups,
     local_map,
@@ -253,6 +256,7 @@ class SpmdPlugin(_mypy.Plugin):
                 dtensor.FUNCTION_HOOKS,
                 untyped.HOOKS,
                 raw_collectives.HOOKS,
+                gradsync.HOOKS,
                 megatron.HOOKS,
                 modules.function_hooks(_argument_hook),
                 group_calls,

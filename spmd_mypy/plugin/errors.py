@@ -25,6 +25,10 @@ SPMD_GROUP = error_code(
 SPMD_UNTYPED = error_code(
     "spmd-untyped", "Typed tensor entering unannotated code (report_untyped = true)"
 )
+SPMD_GRADSYNC = error_code(
+    "spmd-gradsync", "Gradient-sync contract broken: a pending gradient summed never, twice or over the wrong axis"
+)
+SPMD_ALIAS = error_code("spmd-alias", "In-place collective on a tensor another name still reads")
 SPMD_SETUP = error_code("spmd-setup", "The mypy setup lacks what the checker needs (carrier stub, allow_redefinition)")
 
 ALL = (
@@ -40,5 +44,7 @@ ALL = (
     SPMD_INTERNAL,
     SPMD_GROUP,
     SPMD_UNTYPED,
+    SPMD_GRADSYNC,
+    SPMD_ALIAS,
     SPMD_SETUP,
 )

@@ -37,6 +37,7 @@ from . import _mypy
 from .callsite import grad_off
 from .carrier import carrier, spmd_of
 from .errors import SPMD_COLLECTIVE
+from .gradsync import report_live_aliases
 from .groups import axis_of
 from .guard import default_return, guarded
 from .nograd_regions import FUNCTION, NO_GRAD
@@ -63,7 +64,12 @@ def raw_collective_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
     if typed is None:
         return None
 
+    row = RAW_WRITES.get(name)
+    in_place = row is not None and row[0] == row[1]
+
     def hook(ctx: Any) -> _mypy.Type:
+        if in_place and row is not None and hasattr(ctx.context, "arg_kinds"):
+            report_live_aliases(ctx, name, _group_axes(ctx, ctx.context, row[2])[1])
         for _, expr, typ in _mypy.call_args(ctx):
             spmd = spmd_of(typ)
             if spmd is None or not spmd.axes:

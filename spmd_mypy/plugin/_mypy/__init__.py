@@ -28,6 +28,8 @@ pyproject.toml.  The rest of the plugin imports from here only:
   group_types     process groups that stand for mesh axes (AxisGroup[Literal[...]])
   typevars        type variables with values: layouts that follow a configuration
   reword          messages in the user's vocabulary (rewording what a hook reported)
+  grad_sites      the gradient-sync contract on the tree: a function's calls and loops,
+                  a module class's declared parameters and ties, aliases of a name
 """
 
 from __future__ import annotations
@@ -172,6 +174,23 @@ from .spmd_types_regions import (
     tuple_display,
     typecheck_hooks_of,
 )
+from .grad_sites import (
+    CallSite,
+    DeclaredParam,
+    alias_source,
+    assignments,
+    at_line,
+    calls_of_function,
+    current_function,
+    known_type,
+    listed_items,
+    loop_binding,
+    member_path,
+    method_call_of,
+    module_parameters,
+    name_type,
+    reads_after,
+)
 from .raw_writes import RAW_WRITE, call_argument, raw_write_call
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
@@ -193,6 +212,22 @@ __all__ = [
     "Plugin",
     "ReportConfigContext",
     "Type",
+    # grad_sites
+    "CallSite",
+    "DeclaredParam",
+    "alias_source",
+    "assignments",
+    "at_line",
+    "calls_of_function",
+    "current_function",
+    "known_type",
+    "listed_items",
+    "loop_binding",
+    "member_path",
+    "method_call_of",
+    "module_parameters",
+    "name_type",
+    "reads_after",
     # dtensor_types
     "DTENSOR_MODULE",
     "imports_dtensor",
