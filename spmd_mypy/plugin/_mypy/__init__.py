@@ -164,6 +164,16 @@ from .tensor_types import (
 )
 from .dtensor_types import DTENSOR_MODULE, imports_dtensor, later_partners, mesh_names, placed_dtensor, placed_of
 from .spmd_types_tree import dict_entries, enum_value, instance_fullname, is_process_group, literal_str
+from .spmd_types_rules import (
+    class_in_file,
+    conditional,
+    hook_function,
+    int_tuple,
+    is_none_type,
+    name_of,
+    rule_call,
+    rule_steps,
+)
 from .spmd_types_regions import (
     Asserted,
     decorator_call,
@@ -176,7 +186,7 @@ from .raw_writes import RAW_WRITE, call_argument, raw_write_call
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
-from .writes import plain_tensor_call, quietly_typed, written_value
+from .writes import first_argument, plain_tensor_call, quietly_typed, written_value
 
 __all__ = [
     # mypy's own types the plugin names
@@ -207,6 +217,14 @@ __all__ = [
     "none_literal",
     "tuple_display",
     "typecheck_hooks_of",
+    "class_in_file",
+    "conditional",
+    "hook_function",
+    "int_tuple",
+    "is_none_type",
+    "name_of",
+    "rule_call",
+    "rule_steps",
     "instance_fullname",
     "dict_entries",
     "enum_value",
@@ -345,6 +363,7 @@ __all__ = [
     "literal_bool",
     # writes
     "plain_tensor_call",
+    "first_argument",
     "quietly_typed",
     "written_value",
     # typevars

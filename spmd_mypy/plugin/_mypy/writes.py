@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from mypy.nodes import (
+    ARG_POS,
     AssignmentStmt,
     CallExpr,
     ClassDef,
@@ -95,3 +96,10 @@ def quietly_typed(api: Any, expr: Expression) -> Type:
         return found
     with api.msg.filter_errors(), api.local_type_map:
         return api.expr_checker.accept(expr)
+
+
+def first_argument(call: Expression) -> Optional[Expression]:
+    """The first positional argument of a call, else None."""
+    if isinstance(call, CallExpr) and call.args and call.arg_kinds[0] == ARG_POS:
+        return call.args[0]
+    return None
