@@ -108,14 +108,15 @@ _DECLARED: Dict[int, Tuple[object, _mypy.Type]] = {}
 def _declare_written_parameter(ctx: Any) -> None:
     value = _mypy.written_value(ctx.api, ctx.context)
     declared = _mypy.without_none(ctx.default_attr_type)
-    if value is None or not _mypy.plain_tensor_call(value) or declared is None or _mypy.carried(declared) is None:
+    if value is None or declared is None or _mypy.carried(declared) is None:
         return
-    actual = spmd_of(_argument_type(ctx, value))
-    if actual is not None and not _fresh(actual):
-        return  # a typed value: it keeps its type and is checked
-    if len(_DECLARED) > 4096:
-        _DECLARED.clear()
-    _DECLARED[id(value)] = (value, declared)
+    for call in _mypy.parameter_calls(value):  # the value, or the branches of `... if c else None`
+        actual = spmd_of(_argument_type(ctx, call))
+        if actual is not None and not _fresh(actual):
+            continue  # a typed value: it keeps its type and is checked
+        if len(_DECLARED) > 4096:
+            _DECLARED.clear()
+        _DECLARED[id(call)] = (call, declared)
 
 
 def _argument_type(ctx: Any, call: Any) -> Optional[_mypy.Type]:

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 
 from mypy.nodes import (
     ARG_POS,
+    ConditionalExpr,
     AssignmentStmt,
     CallExpr,
     ClassDef,
@@ -103,3 +104,11 @@ def first_argument(call: Expression) -> Optional[Expression]:
     if isinstance(call, CallExpr) and call.args and call.arg_kinds[0] == ARG_POS:
         return call.args[0]
     return None
+
+
+def parameter_calls(expr: Expression) -> List[Expression]:
+    """The `nn.Parameter(...)` calls a written value is: itself, or the
+    branches of `a if c else b` (`nn.Parameter(...) if bias else None`)."""
+    if isinstance(expr, ConditionalExpr):
+        return parameter_calls(expr.if_expr) + parameter_calls(expr.else_expr)
+    return [expr] if plain_tensor_call(expr) else []
