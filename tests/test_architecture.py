@@ -9,7 +9,9 @@ the package) and prints its offenders:
   modules, not names: importing them is allowed, their private names are not);
 - mypy imported only under spmd_mypy/plugin/_mypy/; torch never by vocab or
   plugin; mypy never by vocab or runtime;
-- no import cycles between our modules.
+- no import cycles between our modules;
+- no name bound twice at a module's top level by imports (a later import
+  silently replaces the earlier one: two helpers of one name in _mypy).
 """
 
 from __future__ import annotations
@@ -242,6 +244,33 @@ def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
         if v not in index:
             visit(v)
     return out
+
+
+def _rebound_imports(tree: ast.Module) -> List[str]:
+    """Names that two top-level imports of one module bind."""
+    seen: Set[str] = set()
+    twice: List[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                name = (alias.asname or alias.name).split(".")[0]
+                if name in seen and name != "annotations":
+                    twice.append(f"line {node.lineno}: {name}")
+                seen.add(name)
+    return twice
+
+
+def test_no_name_imported_twice() -> None:
+    offenders = []
+    for mod, path in _modules().items():
+        twice = _rebound_imports(ast.parse(path.read_text()))
+        offenders += [f"{mod} {t}" for t in twice]
+    assert not offenders, "names bound by two imports:\n" + "\n".join(offenders)
+
+
+def test_rebound_import_is_found() -> None:
+    tree = ast.parse("from .a import f, g\nfrom .b import f\n")
+    assert _rebound_imports(tree) == ["line 2: f"]
 
 
 def test_cycle_finder_finds_a_cycle() -> None:

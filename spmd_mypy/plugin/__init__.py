@@ -253,6 +253,7 @@ class SpmdPlugin(_mypy.Plugin):
                 local_map.HOOKS,
                 spmd_types.HOOKS,
                 spmd_types_regions.HOOKS,
+                parameters.HOOKS,
                 dtensor.FUNCTION_HOOKS,
                 untyped.HOOKS,
                 raw_collectives.HOOKS,

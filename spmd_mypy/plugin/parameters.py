@@ -18,6 +18,16 @@ when the value is no subtype of it, so the read of the target answers with
 the carrier there.  In an nn.Module subclass, `self.w: Annotated[...] =
 nn.Parameter(...)` in a method declares a parameter like the class body does.
 
+The value written there is typed too (HOOKS): `nn.Parameter(x)` written to
+a declared attribute is the declared parameter, so it has the declared type
+when x is fresh from a factory (`torch.empty(...)`: `*=R, nograd`, the same
+local values on every rank, a valid local shard of any type) or of unknown
+type; a typed x keeps its own type (with a gradient: a parameter is a leaf
+that gets one) and is checked against the declaration.  Elsewhere
+`nn.Parameter(x)` keeps x's type the same way.  torch.nn.init's in-place
+initializers (vocab.torch_classes.INIT_IN_PLACE) return their argument, type
+unchanged.
+
 A descriptor class in the stubs (reads the carrier, `__set__` takes a
 Tensor) would say the same to mypy, but mypy type-checks a call of
 `__get__` on every read of a descriptor: on the bench codebase, about a
@@ -26,13 +36,17 @@ third of what mypy spent on top of its own work (bench/RESULTS.md).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Dict, Optional, Tuple
 
+from ..vocab.localtype import R
+from ..vocab.spec import Spmd
+from ..vocab.torch_classes import INIT_IN_PLACE
 from . import _mypy
-from .carrier import spmd_of
+from .callsite import one_arg
+from .carrier import carrier, spmd_of
 from .errors import SPMD_ASSIGN
 from .groups import written_group
-from .guard import default_attr, guarded
+from .guard import default_attr, default_return, guarded
 from .relation import report_against, wants_of
 
 
@@ -47,6 +61,7 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
         relaxed = _mypy.attribute_write_type(ctx, name)
         if relaxed is None:
             return ctx.default_attr_type
+        _declare_written_parameter(ctx)
         _check_written_value(ctx, name)
         return relaxed
 
@@ -76,10 +91,71 @@ def _check_written_value(ctx: Any, name: str) -> None:
     the attribute's, per axis, as an annotated assignment must; a plain
     Tensor (`nn.Parameter(...)`) holds none yet and fits."""
     value = _mypy.written_value(ctx.api, ctx.context)
-    if value is None or _mypy.plain_tensor_call(value):
-        return
+    if value is None or (_mypy.plain_tensor_call(value) and _declared_for(value) is not None):
+        return  # a parameter that takes the declared type
     pairs = _mypy.tensor_pairs(_mypy.quietly_typed(ctx.api, value), ctx.default_attr_type)
     for got_t, want_t in pairs or ():
         got, want = spmd_of(got_t), wants_of(want_t)
         if got is not None and want is not None:
             report_against(ctx.api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)
+
+
+# `nn.Parameter(...)` calls written to a declared attribute: id -> (the call,
+# the declared carrier).  The write hook runs before mypy types the value.
+_DECLARED: Dict[int, Tuple[object, _mypy.Type]] = {}
+
+
+def _declare_written_parameter(ctx: Any) -> None:
+    value = _mypy.written_value(ctx.api, ctx.context)
+    declared = _mypy.without_none(ctx.default_attr_type)
+    if value is None or declared is None or _mypy.carried(declared) is None:
+        return
+    for call in _mypy.parameter_calls(value):  # the value, or the branches of `... if c else None`
+        actual = spmd_of(_argument_type(ctx, call))
+        if actual is not None and not _fresh(actual):
+            continue  # a typed value: it keeps its type and is checked
+        if len(_DECLARED) > 4096:
+            _DECLARED.clear()
+        _DECLARED[id(call)] = (call, declared)
+
+
+def _argument_type(ctx: Any, call: Any) -> Optional[_mypy.Type]:
+    first = _mypy.first_argument(call)
+    return _mypy.quietly_typed(ctx.api, first) if first is not None else None
+
+
+def _declared_for(call: object) -> Optional[_mypy.Type]:
+    hit = _DECLARED.get(id(call))
+    return hit[1] if hit is not None and hit[0] is call else None
+
+
+def _fresh(actual: Optional[Spmd]) -> bool:
+    """A factory's result: the same local values on every rank, no gradient."""
+    return actual is not None and not actual.axes and actual.rest == R and actual.nograd
+
+
+def _parameter(ctx: Any) -> _mypy.Type:
+    """`nn.Parameter(x)`: the declared type where written to a declared
+    attribute, else x's type with a gradient (see the module docstring)."""
+    declared = _declared_for(ctx.context)
+    if declared is not None:
+        return declared
+    x = one_arg(ctx, "data")
+    actual = spmd_of(x[1]) if x is not None else None
+    if actual is None or not _mypy.is_tensor(ctx.default_return_type):
+        return ctx.default_return_type
+    return carrier(ctx.api, Spmd.of(actual.axes, actual.spec, False, actual.rest))
+
+
+def _init(ctx: Any) -> _mypy.Type:
+    """`nn.init.normal_(w, ...)`: w, written in place."""
+    x = one_arg(ctx, "tensor")
+    if x is None or spmd_of(x[1]) is None:
+        return ctx.default_return_type
+    return x[1]
+
+
+HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
+    "torch.nn.parameter.Parameter": guarded(_parameter, default_return),
+    **{f"torch.nn.init.{name}": guarded(_init, default_return) for name in INIT_IN_PLACE},
+}

@@ -143,6 +143,11 @@ def _axis_type(expr: _mypy.Expression) -> Union[AxisType, Unknown, None]:
     return None
 
 
+def axis_type_of(expr: _mypy.Expression) -> Union[AxisType, Unknown, None]:
+    """R/I/V/P or S(k) as spmd_types code writes it (see _axis_type)."""
+    return _axis_type(expr)
+
+
 # -- collectives ---------------------------------------------------------------------
 
 

@@ -21,7 +21,13 @@ here type what it wrote:
                                   against the types it asserts on its
                                   parameters, the result has the type it
                                   asserts on the output (read statically,
-                                  get_local_type arithmetic included)
+                                  get_local_type arithmetic included); an
+                                  spmd_typecheck(*, ...) returning the output
+                                  types (spmd_types.rules) is evaluated on the
+                                  call's arguments (spmd_types_rules.py)
+  spmd_types._spmd_rule_result(e, "Fn", x=x, ...)
+                                  forward's return e, checked against that
+                                  hook evaluated on forward's parameters
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..vocab.spec import Spmd
 from . import _mypy, untyped_regions
+from . import spmd_types_rules as rules
 from .callsite import one_arg
 from .carrier import carrier, spmd_of
 from .comms import asserted_type
@@ -138,7 +145,10 @@ def _boundary(ctx: Any) -> _mypy.Type:
 
 
 def _apply(ctx: Any, found: Any) -> _mypy.Type:
-    cls, hook, asserted, forward_params = found
+    cls, hook, asserted, forward_params, func = found
+    steps = _mypy.rule_steps(func) if hook == "spmd_typecheck" and asserted.keyword_only else None
+    if steps is not None:
+        return _rules_apply(ctx, cls, hook, steps, forward_params)
     names = forward_params if asserted.keyword_only else asserted.parameters
     env: Env = {}
     for (name, expr, typ), param in zip(_mypy.call_args(ctx), names):
@@ -182,6 +192,58 @@ def _apply(ctx: Any, found: Any) -> _mypy.Type:
     return result if _mypy.is_any(default) else _mypy.replace_tensors(default, result)
 
 
+def _rules_apply(ctx: Any, cls: str, hook: str, steps: List[Any], forward_params: List[str]) -> _mypy.Type:
+    """`Fn.apply(...)` of an spmd_typecheck(*, ...) that returns the output
+    types: the hook evaluated on the call's arguments (spmd_types_rules)."""
+    env: Env = {}
+    positional = iter(forward_params)
+    for name, expr, typ in _mypy.call_args(ctx):
+        param = name if name is not None else next(positional, None)
+        if param is not None:
+            env[param] = (expr, typ)
+    value = rules.Evaluation(ctx, f"{cls}.apply: {cls}.{hook}", env).run(steps)
+    default = ctx.default_return_type
+    forward = _mypy.autograd_function_forward(ctx) if _mypy.is_any(default) else None
+    if forward is not None and _mypy.tuple_items(forward.ret_type) is not None:
+        default = forward.ret_type  # several outputs: typed per forward's tuple
+    typed = rules.output_type(ctx, value, default)
+    if typed is None:
+        _mypy.note(
+            ctx.api,
+            f"unchecked: {cls}.apply: the output type {cls}.{hook} returns is not read statically (a return "
+            f"of spmd_types.rules calls, assert_type and None tests is); the result is of unknown type",
+            ctx.context,
+            SPMD_ARG,
+        )
+        return _unknown(ctx)
+    return typed
+
+
+def _rule_result(ctx: Any) -> _mypy.Type:
+    """forward's `return e`, rewritten `_spmd_rule_result(e, "Fn", x=x, ...)`: e
+    checked against Fn.spmd_typecheck evaluated on forward's parameters."""
+    x, cls_arg = one_arg(ctx, "tensor"), one_arg(ctx, "cls")
+    cls = _mypy.str_value(cls_arg[0]) if cls_arg is not None else None
+    info = _mypy.class_in_file(ctx.api, cls) if cls is not None else None
+    steps = _mypy.rule_steps(_mypy.hook_function(info, "spmd_typecheck")) if info is not None else None
+    if x is None or cls is None or steps is None:
+        return ctx.default_return_type
+    items = _mypy.tuple_items(x[1])
+    if all(spmd_of(t) is None for t in (items if items is not None else [x[1]])):
+        return x[1]  # nothing known to check (a raw collective wrote it, an unannotated input)
+    env: Env = {name: (expr, typ) for name, expr, typ in _mypy.call_args(ctx) if name not in (None, "tensor", "cls")}
+    value = rules.Evaluation(ctx, f"{cls}.forward", env, forward=True).run(steps)
+    pairs = [(x, value)]
+    if isinstance(value, tuple) and items is not None and len(items) == len(value):
+        shown = _mypy.tuple_display(x[0]) or [x[0]] * len(items)
+        pairs = list(zip(zip(shown, items), value))
+    label = f"{cls}.forward's result (spmd_typecheck)"
+    for (expr, typ), want in pairs:
+        if isinstance(want, Spmd) and _mypy.is_tensor(typ):
+            asserted_type(ctx, (expr, typ), Spmd.of(want.axes, want.spec, True, want.rest), label=label)
+    return x[1]
+
+
 def apply_hook(fallback: Hook) -> Hook:
     """`Fn.apply(...)`: typed by Fn's typecheck hook if it has one, else `fallback`."""
 
@@ -202,6 +264,7 @@ HOOKS: Dict[str, Hook] = {
     MODULE + "_spmd_unchecked": guarded(_unknown, default_return),
     MODULE + "_spmd_declared": guarded(_declared, default_return),
     MODULE + "no_typecheck": guarded(_no_typecheck, default_return),
+    MODULE + "_spmd_rule_result": guarded(_rule_result, default_return),
 }
 METHOD_HOOKS: Dict[str, Hook] = {
     MODULE + "_Boundary.__call__": guarded(_boundary, default_return),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final, Mapping, NamedTuple, Tuple
 
-__all__ = ["FunctionalModule", "FUNCTIONAL_MODULES", "NAMED_RESULTS", "INDEX_FIELDS"]
+__all__ = ["FunctionalModule", "FUNCTIONAL_MODULES", "NAMED_RESULTS", "INDEX_FIELDS", "INIT_IN_PLACE"]
 
 
 class FunctionalModule(NamedTuple):
@@ -50,3 +50,11 @@ NAMED_RESULTS: Final[Mapping[str, Tuple[str, ...]]] = {
 }
 
 INDEX_FIELDS: Final = frozenset({"indices"})
+
+# torch.nn.init's in-place initializers: each writes its tensor argument's
+# local values and returns that same tensor, so the result is the argument
+# (its SPMD type unchanged: an init fills a declared parameter's local shard).
+INIT_IN_PLACE: Final = frozenset(
+    "uniform_ normal_ trunc_normal_ constant_ ones_ zeros_ eye_ dirac_ xavier_uniform_ xavier_normal_ "
+    "kaiming_uniform_ kaiming_normal_ orthogonal_ sparse_".split()
+)

@@ -193,3 +193,40 @@ def test_daemon_rechecks_the_users_of_an_edited_alias(tmp_path: Path) -> None:
         assert "[return-value]" in fourth.stdout, fourth.stdout
     finally:
         _run(dmypy + ["stop"], proj)
+
+
+NAMES_ONLY = '''\
+import torch
+from spmd_types import all_reduce, assert_type, no_typecheck, P, R, V
+import helper
+
+
+def f(x: torch.Tensor) -> torch.Tensor:
+    assert_type(x, {"tp": V})
+    with no_typecheck():
+        y = x * helper.size()
+    reveal_type(y)
+    return all_reduce(x, "tp", src=P, dst=R)
+'''
+
+
+def test_a_stale_module_importing_names_from_spmd_types_keeps_its_regions(tmp_path: Path) -> None:
+    # The no_typecheck region's values are wrapped in calls through a name the
+    # rewrite binds to spmd_types (the file never imports the module itself).
+    # Re-parsed from a stale cache, the rewrite runs during semantic analysis,
+    # after the imports: the name must still be bound (it once was not:
+    # `Name "_spmd_types_" is not defined` at line 9 and y of type Any).
+    proj = _project(tmp_path)
+    (proj / "model.py").unlink()
+    (proj / "helper.py").write_text("def size() -> int:\n    return 2\n")
+    (proj / "user.py").write_text(NAMES_ONLY)
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py", "helper.py"]
+    expected = [
+        'user.py:10: note: Revealed type is "spmd_phantom.SpmdTensor[Any]"',
+        "user.py:11: error: spmd.all_reduce on axis 'tp': src=P, but x is V there",
+    ]
+    for round_ in range(3):  # cold, then twice re-parsed from a stale cache
+        out = _run(mypy, proj)
+        got = [line.split(";")[0] for line in out.stdout.splitlines() if line.startswith("user.py:")]
+        assert got == expected, (round_, out.stdout + out.stderr)
+        _edit(proj / "helper.py", (proj / "helper.py").read_text() + f"def more{round_}() -> int:\n    return 1\n")

@@ -116,7 +116,6 @@ from .members import (
     attribute_read,
     declared_below,
     element_class,
-    first_argument,
     forward_owner,
     holds_carrier,
     member,
@@ -166,6 +165,16 @@ from .tensor_types import (
 )
 from .dtensor_types import DTENSOR_MODULE, imports_dtensor, later_partners, mesh_names, placed_dtensor, placed_of
 from .spmd_types_tree import dict_entries, enum_value, instance_fullname
+from .spmd_types_rules import (
+    class_in_file,
+    conditional,
+    hook_function,
+    int_tuple,
+    is_none_type,
+    name_of,
+    rule_call,
+    rule_steps,
+)
 from .spmd_types_regions import (
     Asserted,
     decorator_call,
@@ -195,7 +204,7 @@ from .raw_writes import RAW_WRITE, call_argument, raw_write_call
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
-from .writes import plain_tensor_call, quietly_typed, written_value
+from .writes import first_argument, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
 __all__ = [
     # mypy's own types the plugin names
@@ -242,6 +251,14 @@ __all__ = [
     "none_literal",
     "tuple_display",
     "typecheck_hooks_of",
+    "class_in_file",
+    "conditional",
+    "hook_function",
+    "int_tuple",
+    "is_none_type",
+    "name_of",
+    "rule_call",
+    "rule_steps",
     "instance_fullname",
     "dict_entries",
     "enum_value",
@@ -314,6 +331,7 @@ __all__ = [
     "attribute_read",
     "declared_below",
     "first_argument",
+    "parameter_calls",
     "forward_owner",
     "holds_carrier",
     "element_class",

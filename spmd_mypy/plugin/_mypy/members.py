@@ -142,11 +142,6 @@ def op_call(
     )
 
 
-def first_argument(context: Context) -> Optional[Expression]:
-    args = getattr(context, "args", None)
-    return args[0] if isinstance(context, CallExpr) and args else None
-
-
 def named_result(typ: Type) -> Optional[Tuple[str, List[Type]]]:
     """(class name, items) of a torch.return_types named tuple."""
     p = get_proper_type(typ)

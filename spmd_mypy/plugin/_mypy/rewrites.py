@@ -27,6 +27,7 @@ from mypy.plugin import AnalyzeTypeContext
 
 from .raw_writes import retype_raw_writes
 from .route_declared import route_declared
+from .spmd_types_regions import bind_alias
 from .spmd_types_tree import refine_asserts
 from .tree import PHANTOM_ALIAS, PHANTOM_MODULE, functions_of
 from .wrap_untyped import wrap_untyped_calls
@@ -83,7 +84,8 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
     chance there.  Only code whose body is not analysed yet is rewritten:
     every function during the module's top-level pass (function bodies are
     analysed after it), else the function whose signature is being analysed.
-    The stub module is bound in the module's names, as the import would.
+    The stub module is bound in the module's names, as the import would, and
+    so is spmd_types for a file that only imports names from it.
     Each tree and function is walked once (the hooks fire per Tensor)."""
     sem = getattr(ctx.api, "api", None)
     tree = getattr(sem, "cur_mod_node", None)
@@ -96,6 +98,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
         if phantom is None:
             return
         tree.names[PHANTOM_ALIAS] = SymbolTableNode(GDEF, phantom, module_public=False)
+    bind_alias(tree, sem.modules)  # the name the spmd_types rewrites call through
     if not sem.recurse_into_functions:
         route_declared(tree.defs)
         refine_asserts(tree)

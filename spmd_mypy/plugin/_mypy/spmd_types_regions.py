@@ -15,7 +15,9 @@
 - an autograd Function with a `typecheck_forward` or `spmd_typecheck`
   staticmethod: its `forward` body starts from the types those assert on
   their parameters (forward values only: no gradient flows there), and its
-  returns are checked against the type asserted on the output.  Raw
+  returns are checked against the type asserted on the output -- or, for an
+  spmd_typecheck(*, ...) that returns the output types (spmd_types.rules),
+  against that hook evaluated on forward's parameters (_spmd_rule_result).  Raw
   torch.distributed collectives there are what a forward runs (no
   spmd-collective error); the tensors they write are unknown after them.
 - `if spmd.is_type_checking():` / `if spmd.TYPE_CHECKING:`: the checker is
@@ -31,6 +33,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from mypy.nodes import (
     ARG_NAMED,
+    GDEF,
     ARG_POS,
     ARG_STAR,
     AssignmentStmt,
@@ -57,6 +60,7 @@ from mypy.nodes import (
     ReturnStmt,
     Statement,
     StrExpr,
+    SymbolTableNode,
     TupleExpr,
     TypeInfo,
     UnaryExpr,
@@ -65,6 +69,7 @@ from mypy.nodes import (
 from mypy.types import FunctionLike, Instance, Type, TypeType, get_proper_type
 from mypy.treetransform import TransformVisitor
 
+from .spmd_types_rules import wrap_rule_returns
 from .tree import is_phantom_call, sub_blocks
 
 MODULE = "spmd_types"
@@ -139,6 +144,16 @@ def _ensure_import(tree: MypyFile, names: Names) -> None:
     at = tree.defs.index(first) if first is not None and first in tree.defs else 0
     tree.defs.insert(at, imp)
     tree.imports.append(imp)
+
+
+def bind_alias(tree: MypyFile, modules: Dict[str, MypyFile]) -> None:
+    """Bind ALIAS in the tree's names, as the import _ensure_import adds would:
+    a tree rewritten during semantic analysis (mypy re-parsed it without
+    asking for its dependencies) has its imports processed already."""
+    names = names_of(tree)
+    module = modules.get(MODULE)
+    if names.functions and not names.modules and ALIAS not in tree.names and module is not None:
+        tree.names[ALIAS] = SymbolTableNode(GDEF, module, module_public=False)
 
 
 # -- unchecked regions ---------------------------------------------------------------
@@ -367,9 +382,9 @@ def _flat(block: Block) -> List[Statement]:
     return out
 
 
-def function_hooks(info: TypeInfo) -> Optional[Tuple[str, str, Asserted, List[str]]]:
-    """(class name, hook name, its asserts, forward's parameters after ctx) of
-    an autograd Function class with a typecheck hook."""
+def function_hooks(info: TypeInfo) -> Optional[Tuple[str, str, Asserted, List[str], FuncDef]]:
+    """(class name, hook name, its asserts, forward's parameters after ctx, the
+    hook) of an autograd Function class with a typecheck hook."""
     for name in HOOK_NAMES:
         node = info.names.get(name)
         func = _func(node.node) if node is not None else None
@@ -377,7 +392,7 @@ def function_hooks(info: TypeInfo) -> Optional[Tuple[str, str, Asserted, List[st
             found = info.names.get("forward")
             forward = _func(found.node) if found is not None else None
             params = [a.variable.name for a in forward.arguments[1:]] if forward is not None else []
-            return info.name, name, read_hook(func), params
+            return info.name, name, read_hook(func), params, func
     return None
 
 
@@ -446,6 +461,8 @@ def _check_forward(tree: MypyFile, cls: ClassDef) -> None:
         asserted.keyword_only or asserted.parameters == fwd_params[: len(asserted.parameters)]
     ):
         _declare_returns(forward, asserted.output, f"{cls.name}.forward's result ({hook.name})", forward=True)
+    elif hook.name == "spmd_typecheck" and asserted.keyword_only:
+        wrap_rule_returns(forward, hook, cls.name, _ALIAS[0], _returns(forward.body))
     _raw_collectives(tree, forward.body)
 
 
@@ -522,7 +539,7 @@ def rewrite_regions(tree: MypyFile, stmts: List[Statement]) -> None:
     _block(tree, Block(stmts), names)
 
 
-def typecheck_hooks_of(callee_type: object) -> Optional[Tuple[str, str, Asserted, List[str]]]:
+def typecheck_hooks_of(callee_type: object) -> Optional[Tuple[str, str, Asserted, List[str], FuncDef]]:
     """For `Fn.apply(...)`: function_hooks of the class Fn (a torch autograd
     Function with a typecheck_forward or spmd_typecheck staticmethod), else None."""
     p = get_proper_type(callee_type) if isinstance(callee_type, Type) else None

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from mypy.nodes import (
+    ARG_POS,
+    ConditionalExpr,
     AssignmentStmt,
     CallExpr,
     Context,
@@ -82,3 +84,18 @@ def quietly_typed(api: Any, expr: Expression) -> Type:
         return found
     with api.msg.filter_errors(), api.local_type_map:
         return api.expr_checker.accept(expr)
+
+
+def first_argument(call: Expression) -> Optional[Expression]:
+    """The first positional argument of a call, else None."""
+    if isinstance(call, CallExpr) and call.args and call.arg_kinds[0] == ARG_POS:
+        return call.args[0]
+    return None
+
+
+def parameter_calls(expr: Expression) -> List[Expression]:
+    """The `nn.Parameter(...)` calls a written value is: itself, or the
+    branches of `a if c else b` (`nn.Parameter(...) if bias else None`)."""
+    if isinstance(expr, ConditionalExpr):
+        return parameter_calls(expr.if_expr) + parameter_calls(expr.else_expr)
+    return [expr] if plain_tensor_call(expr) else []

@@ -1,5 +1,6 @@
 # spmd_types.rules: type-level operations used inside spmd_typecheck bodies.
-# Opaque to spmd-mypy (it reads the body's assert_type calls instead).
+# Opaque to mypy; spmd-mypy reads a keyword spmd_typecheck body built of these calls
+# (plugin/spmd_types_rules.py) by their names.
 from typing import Any
 
 def __getattr__(name: str) -> Any: ...
