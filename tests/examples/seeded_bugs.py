@@ -228,6 +228,24 @@ SEEDS = [
         # The load-balancing loss now reads global counts as this rank's.
         differs=("loss", "grad.w_router"),
     ),
+    Seed(
+        id="experts_on_unaligned_tokens",
+        example="moe_expert_parallel",
+        bug_class="MoE dispatch skipped: experts applied to the unaligned token copies (partitioned shards)",
+        edits=(
+            (
+                '        grouped, grouped_splits = spmd.partitioned.unaligned_to_aligned(dispatched, "dp", splits)\n'
+                '        expert_out = spmd.partitioned.map_partitions(self.expert, grouped, "dp", grouped_splits)\n'
+                '        returned, _ = spmd.partitioned.aligned_to_unaligned(expert_out, "dp", grouped_splits)\n',
+                '        returned = spmd.partitioned.map_partitions(self.expert, dispatched, "dp", splits)\n',
+            ),
+        ),
+        flagged='returned = spmd.partitioned.map_partitions(self.expert, dispatched, "dp", splits)',
+        code="spmd-collective",
+        # Same shapes, no exchange: each rank's local experts see its own copies of
+        # every expert's tokens (experts 0-1's copies through its first expert, ...).
+        differs=("out", "loss", "grad.w_proj", "grad.w1", "grad.w2"),
+    ),
 ]
 
 assert len({s.id for s in SEEDS}) == len(SEEDS)
