@@ -281,11 +281,21 @@ class Spmd:
         return None if self.spec is None else len(self.spec)
 
     def axis_type(self, axis: str) -> Optional[AxisType]:
-        """The local type on `axis`; None means unknown (per-axis form, axis not named)."""
+        """The local type on `axis`; None means unknown (per-axis form, axis not named).
+
+        A sub-axis not named has the type of its named axis (I on dp is I on
+        each part of dp; a part of an axis sharding dim i shards dim i too).
+        An axis not named whose parts are named has no one type: unknown."""
         t = self.axes.get(axis)
-        if t is None:
-            return R if self.spec is not None else self.rest
-        return t
+        if t is not None:
+            return t
+        if is_sub_axis(axis):
+            whole = self.axes.get(parse_axis_ref(axis).name)
+            if whole is not None:
+                return whole
+        elif any(is_sub_axis(a) and parse_axis_ref(a).name == axis for a in self.axes):
+            return None
+        return R if self.spec is not None else self.rest
 
     def normalized(self, ndim: int) -> "Spmd":
         """Per-axis form with negative S dims resolved against rank ndim."""
