@@ -20,9 +20,12 @@ dp:(2)2 only, so they are all-reduced over "dp:(2)2", the group of the two
 ranks that hold the sequence; all-reducing them over the whole of dp would
 add the other sequence's tokens in, and dividing by this rank's own token
 count instead would weigh the halves wrongly.  The mean over sequences is
-then Partial over dp:(1)2 and all-reduced there.  The checker proves the
-view from the sizes written in the annotations (`shape=`) and the mesh
-size, and types both collectives on their sub-axes.
+then Partial over dp:(1)2 and all-reduced there; the two parts, each I,
+make the declared `dp=I` loss.  The sizes are written in the annotations
+(`shape=`) and the mesh size in mypy.ini: with them the checker reads the
+global view [16@dp] -> (2, 8) as the sub-axes above (each rank runs its own
+view, `by_sequence` below), and types the sums and both collectives on the
+sub-axes.
 
 The weights are replicated over dp; `all_reduce_dp_grads` sums their
 gradients over the whole of dp after backward (DDP).  `build_model` makes a
