@@ -239,7 +239,7 @@ def _layout_name(t: object) -> Optional[str]:
 def boundary_fix(got: object, want: object, axis: str, name: str) -> Optional[str]:
     """The conversion that turns a `got` value into a `want` one where either is
     partitioned (the splits written as `splits`, a replicated value's as the
-    matrix `M`); None when no conversion gives `want`."""
+    matrix `M`), indexed to its tensor; None when no conversion gives `want`."""
     src, dst = _layout_name(got), _layout_name(want)
     if src is None or dst is None or src == dst:
         return None
@@ -247,7 +247,8 @@ def boundary_fix(got: object, want: object, axis: str, name: str) -> Optional[st
     dim = want.dim if isinstance(want, PartitionedShard) else getattr(got, "dim", 0)
     sizes = "M" if src == "R" else "splits"
     extra = (f", src={got}" if src == "R" else f", dst={want}") if "R" in (src, dst) else ""
-    return f"spmd.partitioned.{fn}({name}, {axis!r}, {sizes}{extra}" + (f", dim={dim})" if dim else ")")
+    # [0]: a conversion returns (tensor, its new splits); the hint stands for the tensor.
+    return f"spmd.partitioned.{fn}({name}, {axis!r}, {sizes}{extra}" + (f", dim={dim})[0]" if dim else ")[0]")
 
 
 def boundary_consequence(got: object, want: object, axis: str) -> Optional[str]:
