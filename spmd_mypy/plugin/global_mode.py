@@ -358,7 +358,8 @@ def refine_collective(
     if g is None:
         return None
     try:
-        out = apply_collective(g, op, axis, src, dst, name=_mypy.expr_text(x[0]), expert_mode=expert)
+        out = apply_collective(g, op, axis, src, dst, name=_mypy.expr_text(x[0]), expert_mode=expert,
+                               mesh=_MESH)
     except FactorError as err:
         _fail(ctx, err)
         return (None,)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, TypeVar
 
 from ..vocab.collectives import fix_call, mismatch_consequence
-from ..vocab.localtype import AxisType, I, P, R, V
+from ..vocab.localtype import AxisType, I, P, PartitionedShard, R, V
 from ..vocab.spec import Spmd, hidden_obligations, mismatches
 from . import _mypy
 from .carrier import carrier, spmd_of
@@ -57,6 +57,8 @@ def report_arg(
             + (
                 "the code behind it would treat each rank's addend as the value"
                 if g is P
+                else "the code behind it could reshape, cut or join its partitioned dim"
+                if isinstance(g, PartitionedShard)
                 else "the code behind it could mix it with per-rank values, and its gradient would not be summed"
             )
             + f". Hint: name {axis!r} in the annotation"

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple, Sequence, Tuple, Union
 
-from .localtype import BY_LETTER, AxisType, I, P, R, Shard, V, grad_type, kind
+from .localtype import BY_LETTER, AxisType, I, P, PartitionedShard, R, Shard, V, grad_type, kind
+from .partitioned import boundary_consequence, boundary_fix
 
 __all__ = [
     "Step",
@@ -305,6 +306,8 @@ def fix_call(got: AxisType, want: AxisType, axis: AxisLabel, name: str = "x") ->
     Prefers the value-preserving route (the collective or convert of
     redistribute), then a plain reinterpret; never an expert-only form.
     """
+    if isinstance(got, PartitionedShard) or isinstance(want, PartitionedShard):
+        return boundary_fix(got, want, str(axis), name) if got != want else None
     sk, dk = kind(got), kind(want)
     if got == want or {sk, dk} <= {"V", "S"}:
         return None
@@ -322,6 +325,9 @@ def fix_call(got: AxisType, want: AxisType, axis: AxisLabel, name: str = "x") ->
 
 def mismatch_consequence(got: AxisType, want: AxisType, axis: AxisLabel) -> str:
     """What goes wrong when a `got` value is used where `want` is expected."""
+    partitioned = boundary_consequence(got, want, str(axis))
+    if partitioned is not None:
+        return partitioned
     sk, dk = kind(got), kind(want)
     if sk == "P":
         return f"the pending sum over {axis!r} was never taken, so each rank holds only its addend"

@@ -46,6 +46,8 @@ __all__ = [
     "REDUCTIONS",
     "REINDEX",
     "dim_position",
+    "boundary_fix",
+    "boundary_consequence",
 ]
 
 Matrix = Sequence[Sequence[int]]
@@ -222,3 +224,50 @@ def op_rule(
             )
     return t  # elementwise with R/I/scalars, or an aligned value with per-owner weights
 
+
+
+# -- where a partitioned value meets a declared type (boundaries) -----------------
+
+
+def _layout_name(t: object) -> Optional[str]:
+    """The CONVERSIONS name of a layout: "PS", "PSA", "R" (R or I), else None."""
+    if isinstance(t, PartitionedShard):
+        return "PSA" if t.aligned else "PS"
+    return "R" if str(t) in ("R", "I") else None
+
+
+def boundary_fix(got: object, want: object, axis: str, name: str) -> Optional[str]:
+    """The conversion that turns a `got` value into a `want` one where either is
+    partitioned (the splits written as `splits`, a replicated value's as the
+    matrix `M`), indexed to its tensor; None when no conversion gives `want`."""
+    src, dst = _layout_name(got), _layout_name(want)
+    if src is None or dst is None or src == dst:
+        return None
+    fn = next(f for f, (s, d) in CONVERSIONS.items() if (s, d) == (src, dst))
+    dim = want.dim if isinstance(want, PartitionedShard) else getattr(got, "dim", 0)
+    sizes = "M" if src == "R" else "splits"
+    extra = (f", src={got}" if src == "R" else f", dst={want}") if "R" in (src, dst) else ""
+    # [0]: a conversion returns (tensor, its new splits); the hint stands for the tensor.
+    return f"spmd.partitioned.{fn}({name}, {axis!r}, {sizes}{extra}" + (f", dim={dim})[0]" if dim else ")[0]")
+
+
+def boundary_consequence(got: object, want: object, axis: str) -> Optional[str]:
+    """What goes wrong when a `got` value stands for `want` and either is
+    partitioned; None when neither is."""
+    if isinstance(got, PartitionedShard) and isinstance(want, PartitionedShard):
+        return (
+            f"the ranks' rows follow the {got} layout, not {want}: the partitions' pieces "
+            f"would be read from the wrong places and the value (and its gradient) scrambled"
+        )
+    if isinstance(got, PartitionedShard) and _layout_name(want) is None:
+        return (
+            f"dim {got.dim} is cut into partitions whose sizes are known only at runtime, and code "
+            f"typed {want} may reshape, cut or join that dim or meet per-rank values with rows "
+            f"that are not its own partitions; run per-partition code with "
+            f"spmd.partitioned.map_partitions on the aligned layout, or convert first"
+        )
+    if isinstance(got, PartitionedShard):
+        return f"each rank holds only its slices of the partitions over {axis!r}, not the full value"
+    if isinstance(want, PartitionedShard):
+        return f"a {got} value is not cut into {want}'s partitions; scatter it by its split sizes"
+    return None

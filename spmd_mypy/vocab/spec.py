@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, Mapping, Optional, Sequence, Tuple, Union
 
-from .localtype import AxisType, I, LocalType, P, R, Shard, parse_axis_type
+from .localtype import AxisType, I, LocalType, P, PartitionedShard, R, Shard, parse_axis_type
 from .subaxis import is_sub_axis, keywords_violation, parse_axis_ref, spec_violation
 
 __all__ = ["PartitionSpec", "Spmd", "SpecError", "parse_spmd", "mismatches"]
@@ -281,11 +281,21 @@ class Spmd:
         return None if self.spec is None else len(self.spec)
 
     def axis_type(self, axis: str) -> Optional[AxisType]:
-        """The local type on `axis`; None means unknown (per-axis form, axis not named)."""
+        """The local type on `axis`; None means unknown (per-axis form, axis not named).
+
+        A sub-axis not named has the type of its named axis (I on dp is I on
+        each part of dp; a part of an axis sharding dim i shards dim i too).
+        An axis not named whose parts are named has no one type: unknown."""
         t = self.axes.get(axis)
-        if t is None:
-            return R if self.spec is not None else self.rest
-        return t
+        if t is not None:
+            return t
+        if is_sub_axis(axis):
+            whole = self.axes.get(parse_axis_ref(axis).name)
+            if whole is not None:
+                return whole
+        elif any(is_sub_axis(a) and parse_axis_ref(a).name == axis for a in self.axes):
+            return None
+        return R if self.spec is not None else self.rest
 
     def normalized(self, ndim: int) -> "Spmd":
         """Per-axis form with negative S dims resolved against rank ndim."""
@@ -478,14 +488,15 @@ def _local_kind(t: AxisType) -> str:
 
 
 def hidden_obligations(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType]]:
-    """Axes where `actual` is P, or I with a gradient, and the per-axis
-    `expected` does not name them.
+    """Axes where `actual` is P, I with a gradient, or partitioned (PS/PSA),
+    and the per-axis `expected` does not name them.
 
     Code typed by `expected` sees those axes as unknown, so it could apply a
-    nonlinear op to a pending sum or mix an Invariant value with per-rank
-    values: the obligation the type carries would be dropped silently.  (R, V
-    and S(i) carry none: any local use of them is sound.)  In the spec form
-    every axis is constrained, and `mismatches` checks it.
+    nonlinear op to a pending sum, mix an Invariant value with per-rank
+    values, or reshape a partitioned dim: the obligation the type carries
+    would be dropped silently.  (R, V and S(i) carry none: any local use of
+    them is sound.)  In the spec form every axis is constrained, and
+    `mismatches` checks it.
     """
     if expected.spec is not None:
         return []
@@ -493,7 +504,7 @@ def hidden_obligations(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType
     for axis, got in actual.axes.items():
         if expected.axis_type(axis) is not None:
             continue
-        if got is P or (got is I and not actual.nograd):
+        if got is P or (got is I and not actual.nograd) or isinstance(got, PartitionedShard):
             out.append((axis, got))
     return out
 
@@ -504,7 +515,12 @@ def mismatches(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType, AxisTy
     Checked on every axis `expected` constrains (every axis it names; in the
     spec form also every axis `actual` names, which the spec makes R).  An
     axis `actual` does not know is never a mismatch (gradual typing).  S(i)
-    and V are interchangeable (local SPMD).  A value without gradient
+    and V are interchangeable (local SPMD).  A partitioned value (PS(i),
+    PSA(i)) fits only its own layout: code typed V or S(i) could reshape,
+    cut or join the partitioned dim or meet per-rank values with rows that
+    are not the rank's own partitions (DESIGN.md, seed 004); a per-rank value
+    (V, S(j)) fits a partitioned declaration, which is how a layout the
+    checker cannot see (sizes known after routing) enters.  A value without gradient
     (nograd) that is R or I fits R, I and V: only forward values matter.  Returns (axis, actual type,
     expected type) triples, sorted by axis.
     """
@@ -516,6 +532,10 @@ def mismatches(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType, AxisTy
         want = expected.axis_type(axis)
         got = actual.axis_type(axis)
         if want is None or got is None:
+            continue
+        if isinstance(got, PartitionedShard):
+            if got != want:
+                out.append((axis, got, want))
             continue
         if _local_kind(got) == _local_kind(want):
             continue

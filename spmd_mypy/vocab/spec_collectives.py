@@ -25,12 +25,12 @@ Pure Python: imports neither torch nor mypy.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 from .collectives import CollectiveError, Step, fix_call, plan
 from .factors import FactorError, redistribute_call
 from .globaltype import GlobalType
-from .subaxis import overlap, parse_axis_ref
+from .subaxis import merge_roles, overlap, parse_axis_ref
 from .localtype import AxisType, I, P, R, Shard, V, kind
 from .spec import SpecError
 
@@ -84,8 +84,10 @@ def apply_collective(
     *,
     name: str = "x",
     expert_mode: bool = False,
+    mesh: Optional[Mapping[str, int]] = None,
 ) -> GlobalType:
-    """The global type after spmd.<op>(x, axis, src=src, dst=dst) on a value of type t."""
+    """The global type after spmd.<op>(x, axis, src=src, dst=dst) on a value of type t
+    (`mesh`: the axis sizes, when known, to write merged sub-axes as their axis)."""
     axes: Tuple[str, ...] = (axis,) if isinstance(axis, str) else tuple(axis)
     if not axes:
         raise FactorError(f"spmd.{op}: no mesh axis given", code="bad-param")
@@ -98,7 +100,7 @@ def apply_collective(
         raise FactorError(f"{where}: {e}", fix_call(src, dst, axis, name) or "", code="collective") from None
     _check_src(t, op, axis, axes, src, dst, name, where)
     for step in steps:
-        t = _apply(t, step, axis, axes, name, where)
+        t = _apply(t, step, axis, axes, name, where, mesh)
     return t
 
 
@@ -169,7 +171,10 @@ def _check_src(
     )
 
 
-def _apply(t: GlobalType, step: Step, axis: AxisArg, axes: Tuple[str, ...], name: str, where: str) -> GlobalType:
+def _apply(
+    t: GlobalType, step: Step, axis: AxisArg, axes: Tuple[str, ...], name: str, where: str,
+    mesh: Optional[Mapping[str, int]] = None,
+) -> GlobalType:
     sk, dk = kind(step.src), kind(step.dst)
     if "V" in (sk, dk):
         raise FactorError(
@@ -199,7 +204,10 @@ def _apply(t: GlobalType, step: Step, axis: AxisArg, axes: Tuple[str, ...], name
         partial |= set(axes)
     elif dk == "I":
         local.update({a: I for a in axes})
-    return t.replace(spec=[tuple(e) if e else None for e in entries], partial=partial, local=local)
+    # Parts of one axis left in one role merge (I on x:(1)2 beside I on x:(2)2 is I on x).
+    partial = set(merge_roles({a: P for a in partial}, mesh))
+    return t.replace(spec=[tuple(e) if e else None for e in entries], partial=partial,
+                     local=merge_roles(local, mesh))
 
 
 def _convert_fix(step: Step, axis: AxisArg, name: str) -> str:

@@ -27,7 +27,7 @@ This module is pure Python: it imports neither torch nor mypy.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypeVar
 
 __all__ = [
     "AxisRef",
@@ -40,10 +40,13 @@ __all__ = [
     "spec_violation",
     "merge_dim",
     "keywords_violation",
+    "merge_roles",
     "refine_mesh",
     "sub_coord",
     "indivisible_dim",
 ]
+
+T = TypeVar("T")
 
 _REF = re.compile(r'\s*"?([A-Za-z_][A-Za-z0-9_]*)"?\s*(?::\s*\(\s*(\d+)\s*\)\s*(\d+))?\s*\Z')
 
@@ -171,6 +174,24 @@ def keywords_violation(roles: Mapping[str, object]) -> Optional[str]:
             merged = sub_axis_text(a.name, a.pre, a.size * b.size)  # type: ignore[operator]
             return f"{a.text()} and {b.text()} are both {ta}; write the single sub-axis {merged} (sub-axes are maximal)"
     return None
+
+
+def merge_roles(roles: Mapping[str, T], mesh: Optional[Mapping[str, int]] = None) -> Dict[str, T]:
+    """Sub-axes outside the dims in their maximal form: consecutive parts of one
+    axis in the same role merged, and written as the axis when they cover it
+    (mesh known).  A collective over one part can leave two such parts (I on
+    x:(1)2 after I on x:(2)2 is I on x)."""
+    out = {a: t for a, t in roles.items() if not is_sub_axis(a)}
+    merged: List[Tuple[AxisRef, T]] = []
+    for r, t in sorted(((parse_axis_ref(a), t) for a, t in roles.items() if is_sub_axis(a)), key=lambda p: p[0]):
+        if merged and merged[-1][0].name == r.name and merged[-1][1] == t and merged[-1][0].end() == r.pre:
+            last = merged.pop()[0]
+            r = AxisRef(r.name, last.pre, last.size * r.size)  # type: ignore[operator]
+        merged.append((r, t))
+    for r, t in merged:
+        n = None if mesh is None else mesh.get(r.name)
+        out[r.name if (r.pre == 1 and r.size == n) else r.text()] = t
+    return out
 
 
 def merge_dim(axes: Sequence[str], mesh: Optional[Mapping[str, int]] = None) -> Tuple[str, ...]:

@@ -9,7 +9,8 @@ output, the loss and every parameter's gradient ("grad.<parameter name>").
 `layouts` says, for every result, how the rank's tensor is cut from the full
 single-process tensor: a sequence of (mesh axis, tensor dim) steps applied
 in order, each keeping this rank's chunk of that dim (an empty sequence: the
-rank holds the whole tensor).  The tests cut the reference the same way and
+rank holds the whole tensor).  `mesh` is the (dp, tp) shape the example runs
+on: the 4 ranks as dp=2 x tp=2, or as dp=4 (tp=1: no "tp" axis at all).  The tests cut the reference the same way and
 compare rank by rank, so every replica is checked.  `reference` is the
 single-process computation (example_references.py).
 """
@@ -39,12 +40,21 @@ class Driver:
     run: Callable[[types.ModuleType, Tensors, int, int], Results]
     layouts: Dict[str, Layout]
     reference: Callable[[Tensors], Tensors]
+    mesh: Tuple[int, int] = (DP, TP)
+
+    def coords(self, rank: int) -> Tuple[int, int]:
+        """(dp, tp) coordinates of a rank (rank = dp * tp_size + tp)."""
+        return divmod(rank, self.mesh[1])
+
+    def piece(self, full: Tensor, key: str, rank: int) -> Tensor:
+        """Rank `rank`'s piece of result `key`, cut from the full tensor."""
+        return cut(full, self.layouts[key], *self.coords(rank), mesh=self.mesh)
 
 
-def cut(full: Tensor, layout: Layout, dp_rank: int, tp_rank: int) -> Tensor:
-    """This rank's piece of `full` under `layout`."""
+def cut(full: Tensor, layout: Layout, dp_rank: int, tp_rank: int, mesh: Tuple[int, int] = (DP, TP)) -> Tensor:
+    """This rank's piece of `full` under `layout`, on a (dp, tp) mesh."""
     coord = {"dp": dp_rank, "tp": tp_rank}
-    size = {"dp": DP, "tp": TP}
+    size = {"dp": mesh[0], "tp": mesh[1]}
     t = full
     for axis, dim in layout:
         t = t.chunk(size[axis], dim=dim)[coord[axis]]
@@ -311,6 +321,44 @@ DP_LOSS = Driver(
 )
 
 
+# -- (g) per-sequence mean loss on packed tokens, dp = 4: sub-axes of dp -------------------
+
+PACKED_SHAPE = dict(sequences=2, seq=8, hidden=8, vocab=10)
+PACKED_MESH = (4, 1)
+
+
+def _packed_inputs() -> Tensors:
+    gen = torch.Generator().manual_seed(7)
+    b, t, h, v = (PACKED_SHAPE[k] for k in ("sequences", "seq", "hidden", "vocab"))
+    # Sequence 1 has 5 real tokens: its two halves (ranks 2 and 3) hold 4 and 1.
+    lengths = torch.tensor([8, 5])
+    return {
+        "embedding": _randn(gen, v, h),
+        "w_out": _randn(gen, v, h),
+        "ids": torch.randint(0, v, (b * t,), generator=gen),
+        "targets": torch.randint(0, v, (b * t,), generator=gen),
+        "loss_mask": (torch.arange(t) < lengths[:, None]).to(torch.float64).flatten(),
+    }
+
+
+def _run_packed(mod: types.ModuleType, full: Tensors, dp_rank: int, tp_rank: int) -> Results:
+    model = mod.build_model(full, dp_rank, tp_rank)
+    dp = PACKED_MESH[0]
+    ids, targets, mask = (full[k].chunk(dp)[dp_rank].clone() for k in ("ids", "targets", "loss_mask"))
+    logits, loss = mod.train_step(model, ids, targets, mask)
+    return {"logits": logits, "loss": loss, **_grads(model)}
+
+
+PACKED_TOKENS_LOSS = Driver(
+    file="packed_tokens_loss.py",
+    inputs=_packed_inputs,
+    run=_run_packed,
+    layouts={"logits": (("dp", 0),), "loss": FULL, "grad.embedding": FULL, "grad.w_out": FULL},
+    reference=lambda full: refs.sequence_mean_language_model(full, PACKED_SHAPE["sequences"]),
+    mesh=PACKED_MESH,
+)
+
+
 DRIVERS: Dict[str, Driver] = {
     "tp_block": TP_BLOCK,
     "sp_block": SP_BLOCK,
@@ -318,4 +366,5 @@ DRIVERS: Dict[str, Driver] = {
     "vocab_parallel": VOCAB_PARALLEL,
     "moe_expert_parallel": MOE,
     "dp_loss": DP_LOSS,
+    "packed_tokens_loss": PACKED_TOKENS_LOSS,
 }

@@ -117,3 +117,15 @@ def masked_language_model(full: Tensors) -> Tensors:
     loss = (token_loss * mask).sum() / mask.sum()
     loss.backward()
     return {"logits": logits.detach(), "loss": loss.detach(), **_grads(p)}
+
+
+def sequence_mean_language_model(full: Tensors, sequences: int) -> Tensors:
+    """The same model on packed tokens [sequences * seq]; loss = the mean over
+    sequences of each sequence's cross-entropy averaged over its masked-in tokens."""
+    p = _leaves(full, ["embedding", "w_out"])
+    logits = torch.tanh(F.embedding(full["ids"], p["embedding"])) @ p["w_out"].T
+    token_loss = F.cross_entropy(logits, full["targets"], reduction="none").view(sequences, -1)
+    mask = full["loss_mask"].view(sequences, -1)
+    loss = ((token_loss * mask).sum(dim=1) / mask.sum(dim=1)).mean()
+    loss.backward()
+    return {"logits": logits.detach(), "loss": loss.detach(), **_grads(p)}

@@ -7,7 +7,8 @@ its path or by a mutated copy of its source, and the driver that trains it
 (example_drivers.py).  Each worker (tests/gloo_harness.py: the spawn, the
 queue and the teardown trap) builds the dp=2 x tp=2 mesh (rank = 2 * dp +
 tp), runs every job under `spmd.set_mesh`, and sends each job's per-rank
-tensors back as plain Python data.
+tensors back as plain Python data.  An example whose driver asks for the
+mesh (4, 1) runs on the 4 ranks as one dp axis instead.
 """
 
 from __future__ import annotations
@@ -56,26 +57,28 @@ def load_example(example_file: str, source: Optional[str], name: str) -> types.M
     return module
 
 
-def _run_job(job: Job, rank: int, mesh: Any) -> Dict[str, Any]:
+def _run_job(job: Job, rank: int, meshes: Dict[Tuple[int, int], Any]) -> Dict[str, Any]:
     import example_drivers
 
     import spmd_mypy as spmd
 
     driver = example_drivers.DRIVERS[job.example]
     module = load_example(driver.file, job.source, f"job_{job.id}")
-    dp_rank, tp_rank = coords(rank)
-    with spmd.set_mesh(mesh):
+    dp_rank, tp_rank = driver.coords(rank)
+    with spmd.set_mesh(meshes[driver.mesh]):
         local = driver.run(module, driver.inputs(), dp_rank, tp_rank)
     return {k: plain(v) for k, v in local.items()}
 
 
-def _setup(rank: int) -> Tuple[Any, Any]:
-    """The dp x tp mesh; its layout is reported."""
+def _setup(rank: int) -> Tuple[Dict[Tuple[int, int], Any], Any]:
+    """The meshes the examples run on, by (dp, tp) shape: dp x tp, and dp = 4
+    alone; the dp x tp layout is reported."""
     from torch.distributed.device_mesh import init_device_mesh
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # the raw-collective seed
     mesh = init_device_mesh("cpu", (DP, TP), mesh_dim_names=("dp", "tp"))
-    return mesh, mesh.mesh.tolist()
+    dp_only = init_device_mesh("cpu", (WORLD,), mesh_dim_names=("dp",))
+    return {(DP, TP): mesh, (WORLD, 1): dp_only}, mesh.mesh.tolist()
 
 
 def per_rank_tensors(run: GlooRun, job_id: str) -> Dict[int, Dict[str, Optional[torch.Tensor]]]:

@@ -51,6 +51,7 @@ class Seed:
         return text[: text.index(self.flagged)].count("\n") + 1
 
 
+_PACKED_COUNT = '    num_tokens = spmd.all_reduce(my_tokens, "dp:(2)2", src=P, dst=I)\n'
 _FSDP_GATHER_W_IN = '        w_in = spmd.all_gather(self.w_in, "dp", src=S(0), dst=R)\n'
 
 SEEDS = [
@@ -227,6 +228,52 @@ SEEDS = [
         code="spmd-inplace",
         # The load-balancing loss now reads global counts as this rank's.
         differs=("loss", "grad.w_router"),
+    ),
+    Seed(
+        id="token_count_reduced_over_whole_axis",
+        example="packed_tokens_loss",
+        bug_class="reduction over a whole axis where a sub-axis is meant (packed tokens, per-sequence count)",
+        edits=((_PACKED_COUNT, _PACKED_COUNT.replace('"dp:(2)2"', '"dp"')),),
+        flagged='num_tokens = spmd.all_reduce(my_tokens, "dp", src=P, dst=I)',
+        code="spmd-global",
+        # Every sequence is divided by the token count of the whole batch (13,
+        # not 8 and 5): a token-weighted mean, not the per-sequence one.
+        differs=("loss", "grad.embedding", "grad.w_out"),
+    ),
+    Seed(
+        id="sequence_mean_over_local_token_count",
+        example="packed_tokens_loss",
+        bug_class="loss normalised by the local token count (a sub-axis reduction forgotten)",
+        edits=(
+            (
+                '    num_tokens = spmd.all_reduce(my_tokens, "dp:(2)2", src=P, dst=I)\n'
+                "    sequence_loss = loss_sum / num_tokens",
+                "    sequence_loss = loss_sum / my_tokens",
+            ),
+        ),
+        flagged="sequence_loss = loss_sum / my_tokens",
+        code="spmd-global",
+        # Each half of a sequence divides by its own count: the halves of
+        # sequence 1 (4 and 1 real tokens) are weighed wrongly.
+        differs=("loss", "grad.embedding", "grad.w_out"),
+    ),
+    Seed(
+        id="experts_on_unaligned_tokens",
+        example="moe_expert_parallel",
+        bug_class="MoE dispatch skipped: experts applied to the unaligned token copies (partitioned shards)",
+        edits=(
+            (
+                '        grouped, grouped_splits = spmd.partitioned.unaligned_to_aligned(dispatched, "dp", splits)\n'
+                '        expert_out = spmd.partitioned.map_partitions(self.expert, grouped, "dp", grouped_splits)\n'
+                '        returned, _ = spmd.partitioned.aligned_to_unaligned(expert_out, "dp", grouped_splits)\n',
+                '        returned = spmd.partitioned.map_partitions(self.expert, dispatched, "dp", splits)\n',
+            ),
+        ),
+        flagged='returned = spmd.partitioned.map_partitions(self.expert, dispatched, "dp", splits)',
+        code="spmd-collective",
+        # Same shapes, no exchange: each rank's local experts see its own copies of
+        # every expert's tokens (experts 0-1's copies through its first expert, ...).
+        differs=("out", "loss", "grad.w_proj", "grad.w1", "grad.w2"),
     ),
 ]
 

@@ -19,7 +19,7 @@ import torch
 
 import example_drivers
 import seeded_bugs
-from examples_gloo import WORLD, coords, per_rank_tensors
+from examples_gloo import WORLD, per_rank_tensors
 from gloo_harness import GlooRun
 
 pytestmark = pytest.mark.gloo
@@ -44,7 +44,7 @@ def _errors(run: GlooRun, job_id: str, seed: seeded_bugs.Seed) -> Dict[str, floa
     for key in seed.differs:
         errs = []
         for r in range(WORLD):
-            want = example_drivers.cut(ref[key], driver.layouts[key], *coords(r))
+            want = driver.piece(ref[key], key, r)
             errs.append(_relative_error(per_rank[r].get(key), want))
         worst[key] = max(errs)
     return worst

@@ -1,7 +1,8 @@
 """Sub-axes at runtime, on 4 real gloo ranks (mesh x=4): a sub-axis x:(m)k is the
 sub-group of x's ranks that differ only in that digit of their x coordinate.
 
-The same redistribute cases also run on 4 simulated ranks in this process.
+The same redistribute cases also run on 4 simulated ranks in this process; the
+per-axis collectives on a sub-axis also run under torch.compile(fullgraph=True).
 Checked against full tensors on one process, written here without the package:
 the per-rank inputs are cut from a random full tensor by the src type (a device
 with x coordinate c has digit (c // (4 // (m*k))) % k along x:(m)k; Partial
@@ -214,8 +215,11 @@ def _run_collective(name: str, x: Tensor) -> Tensor:
 # -- the gloo run ----------------------------------------------------------------------
 
 
+COMPILED = "compiled "  # the same collective under torch.compile(fullgraph=True)
+
+
 def _items() -> List[Any]:
-    return list(CASES) + [_Named(n) for n in COLLECTIVES]
+    return list(CASES) + [_Named(n) for n in COLLECTIVES] + [_Named(COMPILED + n) for n in COLLECTIVES]
 
 
 @dataclass(frozen=True)
@@ -237,10 +241,18 @@ def _run(item: Any, rank: int, mesh: Any) -> Tuple[Any, Any]:
         with spmd.set_mesh(mesh):
             y = spmd.redistribute(x, src=item.src, dst=item.dst)
     else:
-        x0, g, _, _ = _collective(item.id, rank)
+        name = item.id[len(COMPILED):] if item.id.startswith(COMPILED) else item.id
+        x0, g, _, _ = _collective(name, rank)
         x = x0.clone().requires_grad_()
+        fn = lambda t: _run_collective(name, t)  # noqa: E731
+        if item.id.startswith(COMPILED):
+            from spmd_mypy.runtime.mesh import prepare_axes
+
+            prepare_axes(mesh, (H1,), (H2,))  # the sub-axis groups are made outside the trace
+            torch._dynamo.reset()
+            fn = torch.compile(fn, fullgraph=True, backend="aot_eager")
         with spmd.set_mesh(mesh):
-            y = _run_collective(item.id, x)
+            y = fn(x)
     with spmd.set_mesh(mesh):
         y.backward(g.clone())
     assert x.grad is not None
@@ -276,9 +288,12 @@ def test_redistribute_with_sub_axes_on_gloo(gloo_run: GlooRun, case: Case) -> No
 
 
 @pytest.mark.gloo
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 @pytest.mark.parametrize("name", COLLECTIVES)
-def test_collective_on_a_sub_axis_on_gloo(gloo_run: GlooRun, name: str) -> None:
-    per_rank = gloo_run.per_rank(name)
+def test_collective_on_a_sub_axis_on_gloo(gloo_run: GlooRun, name: str, compiled: bool) -> None:
+    """Eager, and under torch.compile(fullgraph=True) (aot_eager: the forward and
+    backward graphs through AOTAutograd, the sub-axis group made beforehand)."""
+    per_rank = gloo_run.per_rank(COMPILED + name if compiled else name)
     _, _, src, dst = _collective(name, 0)
     gsrc = {"all_gather": src, "all_reduce": (src[0], ()), "reduce_scatter": (src[0], ()), "all_to_all": src}[
         name.split()[0]

@@ -25,6 +25,7 @@ from spmd_mypy.vocab.globaltype import GlobalType
 from spmd_mypy.vocab.subaxis import (
     AxisRef,
     merge_dim,
+    merge_roles,
     overlap,
     parse_axis_ref,
     refine_mesh,
@@ -143,6 +144,12 @@ def test_a_split_is_valid_and_merges_back_to_the_axis(n: int, data: st.DataObjec
         # all parts in one dim: not maximal, and merge_dim gives the full axis
         assert spec_violation([tuple(texts)]) is not None
     assert merge_dim(texts, mesh) == ("x",)
+    # every part in one role outside the dims: the axis (a sub-axis without the mesh)
+    assert merge_roles({t: P for t in texts}, mesh) == {"x": P}
+    assert merge_roles({t: P for t in texts}) == {f"x:(1){n}": P}
+    # two roles alternating never merge across
+    mixed = {t: (P if k % 2 else R) for k, t in enumerate(texts)}
+    assert len(parts) == 1 or merge_roles(mixed, mesh) == mixed
     # any run of consecutive parts merges into one sub-axis of their product
     i = data.draw(st.integers(0, len(parts) - 1))
     j = data.draw(st.integers(i + 1, len(parts)))
