@@ -26,6 +26,7 @@ SPMD_UNTYPED = error_code(
     "spmd-untyped", "Typed tensor entering unannotated code (report_untyped = true)"
 )
 SPMD_SETUP = error_code("spmd-setup", "The mypy setup lacks what the checker needs (carrier stub, allow_redefinition)")
+SPMD_COMMS = error_code("spmd-comms", "spmd.reveal_comms: a function's communication report (notes)")
 
 ALL = (
     SPMD_ANNOTATION,
@@ -41,4 +42,5 @@ ALL = (
     SPMD_GROUP,
     SPMD_UNTYPED,
     SPMD_SETUP,
+    SPMD_COMMS,
 )
