@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..vocab.collectives import Step, backward, plan
-from ..vocab.comm_volume import COMMUNICATING, Volume, grown, step_volume
+from ..vocab.comm_volume import COMMUNICATING, Volume, grown, runtime_volume, step_volume
 from ..vocab.localtype import kind
 from .comm_sites import Site
 
@@ -59,7 +59,7 @@ class Entry(NamedTuple):
 
     @property
     def communicates(self) -> bool:
-        return self.step.op in COMMUNICATING
+        return self.step.op in COMMUNICATING or bool(self.volume.runtime)
 
     def text(self) -> str:
         s = self.site
@@ -102,8 +102,14 @@ def _steps(site: Site) -> Tuple[Step, ...]:
 Size = Tuple[str, Dict[str, int]]  # n(name) times prod(axis ** exp)
 
 
+PARTITIONED = "partitioned."
+_SPLITS = "all_to_all with per-rank splits the routing decides"
+
+
 def forward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
     name, exps = size if size is not None else (site.value, {})
+    if site.op.startswith(PARTITIONED):  # seed 004: sizes known at run time only
+        return [Entry(site, "forward", Step(site.op, site.src, site.dst), runtime_volume(name, _SPLITS))]
     out = []
     for step in _steps(site):
         out.append(Entry(site, "forward", step, step_volume(step, site.axes, name, exps)))
@@ -117,6 +123,8 @@ def backward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
     if site.nograd:
         return []
     name, exps = size if size is not None else (site.value, {})
+    if site.op.startswith(PARTITIONED):  # the pieces move back the way they came
+        return [Entry(site, "backward", Step(site.op, site.dst, site.src), runtime_volume(name, _SPLITS))]
     steps = _steps(site)
     for step in steps:
         exps = grown(exps, step, site.axes)
@@ -137,7 +145,7 @@ def sizes(sites: Sequence[Site]) -> Dict[Site, Size]:
         if s not in out:
             out[s] = (s.value, {})
             inner = at.get(s.value_call) if s.value_call is not None else None
-            if inner is not None:
+            if inner is not None and not inner.op.startswith(PARTITIONED):
                 name, exps = size(inner)
                 for step in _steps(inner):
                     exps = grown(exps, step, inner.axes)
@@ -211,7 +219,8 @@ def function_report(file: str, function: str, sites: Sequence[Site]) -> Function
 
 
 def total_text(entries: Sequence[Entry]) -> str:
-    moving = [e.volume.text() for e in entries if e.communicates]
+    moving = list(dict.fromkeys(e.volume.text() for e in entries if e.communicates and e.volume.runtime))
+    moving = [e.volume.text() for e in entries if e.communicates and not e.volume.runtime] + moving
     return " + ".join(moving) if moving else "0"
 
 

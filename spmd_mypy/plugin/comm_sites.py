@@ -3,26 +3,29 @@ the communication report (`python -m spmd_mypy.comms`, comm_report.py) and of
 spmd.reveal_comms.
 
 `comms.type_collective` (every typed collective and coercion goes through it:
-spmd.*, spmd_types', megatron-core's) calls `record` once a call's src/dst
-passed the vocabulary's `plan`.  Sites are kept per file for the current
+spmd.*, spmd_types', megatron-core's) calls `record_call` once a call's
+src/dst passed the vocabulary's `plan`; partitioned.py does for the
+partitioned-shard conversions (op "partitioned.<name>").  Sites are kept per file for the current
 check of that file (a new check of the file, e.g. in the daemon, starts its
 list again), deduplicated (mypy checks a deferred function or a function
 generic over a layout variable more than once).
 
 The name a call's result is assigned to (`h = spmd.convert(x, ...)`) comes
 from the file's ast, only to link one call's result to the next call's
-input; the types come from the checker.  Pure Python.
+input; the types come from the checker.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from ..vocab.localtype import AxisType
+from . import _mypy
+from .carrier import spmd_of
 from .sourcefile import file_version, parse_source, read_source
 
-__all__ = ["Site", "record", "sites_of", "clear"]
+__all__ = ["Site", "record", "record_call", "sites_of", "files", "clear"]
 
 
 class Site(NamedTuple):
@@ -53,6 +56,23 @@ def record(checker: int, site: Site) -> None:
     if held is None or held[0] != checker:
         held = _SITES[site.file] = (checker, {})
     held[1][site] = None
+
+
+def record_call(
+    ctx: Any, op: str, x: Tuple[_mypy.Expression, _mypy.Type], axes: Tuple[str, ...], src: AxisType, dst: AxisType
+) -> None:
+    """The call of a hook's `ctx`: `op` on `x` over `axes` from src to dst."""
+    file = _mypy.checker_path(ctx.api)
+    if file is None:
+        return
+    line, column = ctx.context.line, ctx.context.column
+    found = [spmd_of(t) for t in _mypy.union_alternatives(x[1]) or [x[1]]]
+    nograd = all(t is not None and t.nograd for t in found)
+    site = Site(
+        file, line, column, _mypy.checking_function(ctx.api), op, axes, src, dst, _mypy.expr_text(x[0]),
+        _mypy.call_position(x[0]), assigned_name(file, line, column), nograd, None not in found,
+    )
+    record(_mypy.checker_identity(ctx.api), site)
 
 
 def sites_of(file: str, function: Optional[str] = None) -> List[Site]:

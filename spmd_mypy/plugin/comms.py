@@ -107,7 +107,7 @@ def type_collective(
     except CollectiveError as e:
         ctx.api.fail(str(e) + suffix, ctx.context, code=SPMD_COLLECTIVE)
         return default
-    _record(ctx, op, x, axes, src, dst)
+    comm_sites.record_call(ctx, op, x, axes, src, dst)
     # A max/min takes each rank's own value (V) as well as a P one.
     per_rank_ok = op == "all_reduce" and collective_args.reduce_op(ctx, x, dst, axes) is not None
     refined = refine(ctx, op, x, axis, src, dst, expert) if refine is not None else None
@@ -148,23 +148,6 @@ def type_collective(
         results.append(after(actual, axes, dst))
     types = [carrier(ctx.api, r) for r in dict.fromkeys(results)]
     return _mypy.replace_tensors(default, _mypy.union_of(types))
-
-
-def _record(
-    ctx: Any, op: str, x: Tuple[_mypy.Expression, _mypy.Type], axes: Tuple[str, ...], src: AxisType, dst: AxisType
-) -> None:
-    """The call, for the communication report (comm_sites.py)."""
-    file = _mypy.checker_path(ctx.api)
-    if file is None:
-        return
-    line, column = ctx.context.line, ctx.context.column
-    found = [spmd_of(t) for t in _mypy.union_alternatives(x[1]) or [x[1]]]
-    nograd = all(t is not None and t.nograd for t in found)
-    site = comm_sites.Site(
-        file, line, column, _mypy.checking_function(ctx.api), op, axes, src, dst, _mypy.expr_text(x[0]),
-        _mypy.call_position(x[0]), comm_sites.assigned_name(file, line, column), nograd, None not in found,
-    )
-    comm_sites.record(_mypy.checker_identity(ctx.api), site)
 
 
 def _forward_fits(actual: Optional[Spmd], have: AxisType, src: AxisType) -> bool:

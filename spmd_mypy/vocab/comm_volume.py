@@ -18,7 +18,9 @@ they are also the bytes each device sends); an all_reduce is a
 reduce-scatter then an all-gather.  Bytes are elements times the dtype's
 size.  `Volume` is the same figure as a formula of named axis sizes and a
 named element count, for the report (`text`) and for checking it against a
-run (`evaluate`).
+run (`evaluate`); a step whose sizes are known only at run time (the
+partitioned shards' conversions, split by routing) has a `runtime` reason
+instead of a formula.
 
 Pure Python: imports neither torch nor mypy.
 """
@@ -40,6 +42,7 @@ __all__ = [
     "Volume",
     "step_volume",
     "grown",
+    "runtime_volume",
 ]
 
 
@@ -102,8 +105,11 @@ class Volume(NamedTuple):
     minus_one: Tuple[Tuple[str, ...], ...]
     exps: Tuple[Tuple[str, int], ...]
     size: str
+    runtime: str = ""  # non-empty: the bytes depend on sizes known only at run time (why)
 
     def evaluate(self, sizes: Mapping[str, int], numel: int, itemsize: int) -> Fraction:
+        if self.runtime:
+            raise ValueError(f"no static byte count: {self.runtime}")
         value = self.coef * numel * itemsize
         for group in self.minus_one:
             value *= _prod(sizes[a] for a in group) - 1
@@ -112,6 +118,8 @@ class Volume(NamedTuple):
         return value
 
     def text(self) -> str:
+        if self.runtime:
+            return f"data-dependent ({self.runtime})"
         if self.coef == 0:
             return "0"
         parts = [] if self.coef == 1 else [str(self.coef)]
@@ -141,6 +149,11 @@ def step_volume(step: Step, axes: Tuple[str, ...], size: str, exps: Mapping[str,
     for a in axes:
         total[a] = total.get(a, 0) - row.per_g
     return Volume(Fraction(row.times), (axes,), tuple(sorted((a, e) for a, e in total.items() if e)), size)
+
+
+def runtime_volume(size: str, why: str) -> Volume:
+    """A step whose bytes depend on sizes known only at run time."""
+    return Volume(Fraction(0), (), (), size, why)
 
 
 def grown(exps: Mapping[str, int], step: Step, axes: Tuple[str, ...]) -> Dict[str, int]:
