@@ -159,13 +159,16 @@ def sizes(sites: Sequence[Site]) -> Dict[Site, Size]:
 
 
 def producers(sites: Sequence[Site]) -> Dict[Site, Site]:
-    """For each call whose input is another call's result: that call."""
+    """For each call whose input is another call's result: that call (the call
+    written as its input, else the last earlier call assigned to its input's name)."""
+    at = {(s.line, s.column): s for s in sites}
     out: Dict[Site, Site] = {}
     for k, s in enumerate(sites):
-        for earlier in reversed(sites[:k]):
-            if s.value_call == (earlier.line, earlier.column) or (earlier.result is not None and earlier.result == s.value):
-                out[s] = earlier
-                break
+        inner = at.get(s.value_call) if s.value_call is not None else None
+        named = (e for e in reversed(sites[:k]) if e.result is not None and e.result == s.value)
+        found = inner if inner is not None else next(named, None)
+        if found is not None:
+            out[s] = found
     return out
 
 
