@@ -22,7 +22,7 @@ backward the pairs run the other way round.
 Extension point: `PHASE_SOURCES` holds functions (file, function) -> entries
 of further phases (the gradient-sync contract's summations, issue 18 item 1,
 will add its phase "gradient sync" there); the report prints each phase's
-entries after backward.  Pure Python.
+entries after backward.  Uses no mypy API itself (sites are plain data).
 """
 
 from __future__ import annotations
