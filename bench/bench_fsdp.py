@@ -40,6 +40,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from _ranks import interleaved, run_on_ranks  # noqa: E402
+from spmd_mypy.vocab.comm_volume import COMMUNICATING, received_fraction  # noqa: E402
 
 _RECORDED = ("all_reduce", "reduce_scatter_single", "reduce_scatter_tensor", "all_gather_single",
              "all_gather_into_tensor", "all_to_all_single")
@@ -67,15 +68,15 @@ class Recorder:
         return wrapped
 
 
+def c10d_op(name: str) -> str:
+    """The collective a torch.distributed function runs (all_gather_single -> all_gather)."""
+    return next(op for op in COMMUNICATING if name.startswith(op))
+
+
 def sent_per_rank(name: str, nbytes: int, n: int) -> float:
-    """Bytes one rank sends in the ring algorithm of a call on a buffer of nbytes."""
-    if name == "all_reduce":
-        return 2 * (n - 1) / n * nbytes
-    if name.startswith("reduce_scatter"):
-        return (n - 1) / n * nbytes
-    if name.startswith("all_gather"):
-        return (n - 1) * nbytes
-    return (n - 1) / n * nbytes  # all_to_all
+    """Bytes one rank sends in the ring algorithm of a call on a buffer of nbytes
+    (vocab/comm_volume.py's table: a ring sends what it receives)."""
+    return float(received_fraction(c10d_op(name), n) * nbytes)
 
 
 def _forms(w: torch.Tensor) -> Dict[str, Callable[[], torch.Tensor]]:

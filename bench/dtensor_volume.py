@@ -5,7 +5,7 @@ fake process group (no data moves; a fake group has one world size per
 process group, so each mesh's world is set up and torn down in turn), once as
 every rank of the mesh.  A dispatch mode sees every collective DTensor issues
 and counts, for this rank, the elements it receives, with the planner's
-accounting (vocab/redistribute_plan.py's docstring):
+accounting (vocab/comm_volume.py's table, which the planner reads):
 
   all_gather        (g-1) * L
   reduce_scatter    (g-1) * L / g
@@ -39,6 +39,7 @@ import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from spmd_mypy import P, Spmd
+from spmd_mypy.vocab.comm_volume import received_elements
 from spmd_mypy.vocab.redistribute_plan import local_shape
 
 __all__ = ["DTensorResult", "dtensor_volumes"]
@@ -56,19 +57,16 @@ def _group_size(group: Any) -> int:
 
 
 def _received(op: str, args: Sequence[Any]) -> int:
-    """The elements this rank receives in one functional collective."""
+    """The elements this rank receives in one functional collective (comm_volume's table)."""
     n = args[0].numel()
     if op == "all_gather_into_tensor":  # (input, group_size, group)
-        return (args[1] - 1) * n
+        return received_elements("all_gather", args[1], n)
     if op == "reduce_scatter_tensor":  # (input, reduce_op, group_size, group)
-        g = args[2]
-        return (g - 1) * n // g
+        return received_elements("reduce_scatter", args[2], n)
     if op == "all_reduce":  # (input, reduce_op, group)
-        g = _group_size(args[2])
-        return -(-2 * (g - 1) * n // g)
+        return received_elements("all_reduce", _group_size(args[2]), n)
     if op == "shard_dim_alltoall":  # (input, gather_dim, shard_dim, group)
-        g = _group_size(args[3])
-        return (g - 1) * n // g
+        return received_elements("all_to_all", _group_size(args[3]), n)
     raise RuntimeError(f"dtensor_volume: no count for the collective {op}")
 
 

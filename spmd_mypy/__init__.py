@@ -39,6 +39,7 @@ _RUNTIME = {
     "redistribute": "api",
     "assert_spmd": "api",
     "assert_like": "api",
+    "reveal_comms": "api",
     "set_mesh": "mesh",
     "simulate": "simulate",
     "current_mesh": "mesh",
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
         redistribute,
         reduce_scatter,
         reinterpret,
+        reveal_comms,
     )
     from .runtime.global_ops import einsum, global_spmd, linear, local_map, matmul, mean, sum
     from .runtime.mesh import current_mesh, set_mesh

@@ -13,12 +13,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from ..vocab.collectives import DEFAULT_SRC, PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
 from ..vocab.localtype import I, V, AxisType, R, Shard, local_kind
 from ..vocab.spec import Spmd, mismatches
-from . import _mypy, collective_args
+from . import _mypy, collective_args, comm_report, comm_sites
 from .annotations import AnnotationError, Meta
 from .decoding import LOCAL_TYPES, SHARD_FULLNAMES, decode
 from .callsite import one_arg, spmd_expr_ast, unknown_in_spmd_file
 from .carrier import carrier, spmd_of
-from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GROUP
+from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_COMMS, SPMD_GROUP
 from .groups import axis_of, unnamed_axis_message
 from .config import Settings
 from .guard import default_return, guarded
@@ -107,6 +107,7 @@ def type_collective(
     except CollectiveError as e:
         ctx.api.fail(str(e) + suffix, ctx.context, code=SPMD_COLLECTIVE)
         return default
+    comm_sites.record_call(ctx, op, x, axes, src, dst)
     # A max/min takes each rank's own value (V) as well as a P one.
     per_rank_ok = op == "all_reduce" and collective_args.reduce_op(ctx, x, dst, axes) is not None
     refined = refine(ctx, op, x, axis, src, dst, expert) if refine is not None else None
@@ -274,6 +275,36 @@ def _asserted(actual: Optional[Spmd], asserted: Spmd) -> Spmd:
     return Spmd.of(merged, None, asserted.nograd)
 
 
+def _reveal_comms(ctx: Any) -> _mypy.Type:
+    """spmd.reveal_comms(fn): fn's communication report as notes at the call, from
+    the collectives recorded while fn was checked (check fn before this call)."""
+    fn = one_arg(ctx, "fn")
+    named = _mypy.named_function(ctx.api, fn[0]) if fn is not None else None
+    text = _mypy.expr_text(fn[0]) if fn is not None else "nothing"
+    if named is None:
+        ctx.api.fail(
+            f"spmd.reveal_comms takes a function or method (f, Class.method), not {text}", ctx.context, code=SPMD_ARG
+        )
+        return ctx.default_return_type
+    file, function = named
+    if _mypy.bodies_not_checked_yet(ctx.api):
+        lines = [
+            f"spmd.reveal_comms({text}) at module level: mypy checks function bodies after the module's top "
+            f"level, so no collective of {function} is known here; call it inside a function defined after "
+            f"it: def _comms() -> None: spmd.reveal_comms({text})"
+        ]
+    else:
+        report = comm_report.function_report(file, function, comm_sites.sites_of(file, function))
+        lines = comm_report.report_text(report, "communication of " + _short_path(file))
+    for line in lines:
+        _mypy.note(ctx.api, line, ctx.context, SPMD_COMMS)
+    return ctx.default_return_type
+
+
+def _short_path(file: str) -> str:
+    return file.replace("\\", "/").rsplit("/", 1)[-1]
+
+
 def hooks(
     refine: Optional[Refine] = None, spec_form: Optional[Callable[[Any], _mypy.Type]] = None
 ) -> Dict[str, Callable[[Any], _mypy.Type]]:
@@ -284,4 +315,5 @@ def hooks(
         API + op: collective_hook(op, refine, spec_form if op == "redistribute" else None) for op in sorted(PUBLIC_OPS)
     }
     table[API + "assert_spmd"] = guarded(_assert_spmd, default_return)
+    table[API + "reveal_comms"] = guarded(_reveal_comms, default_return)
     return table

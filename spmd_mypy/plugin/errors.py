@@ -30,6 +30,7 @@ SPMD_GRADSYNC = error_code(
 )
 SPMD_ALIAS = error_code("spmd-alias", "In-place collective on a tensor another name still reads")
 SPMD_SETUP = error_code("spmd-setup", "The mypy setup lacks what the checker needs (carrier stub, allow_redefinition)")
+SPMD_COMMS = error_code("spmd-comms", "spmd.reveal_comms: a function's communication report (notes)")
 
 ALL = (
     SPMD_ANNOTATION,
@@ -47,4 +48,5 @@ ALL = (
     SPMD_GRADSYNC,
     SPMD_ALIAS,
     SPMD_SETUP,
+    SPMD_COMMS,
 )

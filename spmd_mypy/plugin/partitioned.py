@@ -22,7 +22,7 @@ from ..vocab.localtype import AxisType, I, PartitionedShard, R
 from ..vocab.opnames import display_name
 from ..vocab.partitioned import CONVERSIONS, PartitionError, dim_position, layout_type, op_rule
 from ..vocab.spec import Spmd
-from . import _mypy
+from . import _mypy, comm_sites
 from .decoding import LOCAL_TYPES
 from .callsite import one_arg, operands
 from .carrier import carrier, spmd_of
@@ -70,6 +70,8 @@ def _conversion(ctx: Any, fn: str) -> _mypy.Type:
             ctx.context,
             code=SPMD_COLLECTIVE,
         )
+    if fn != "map_partitions":  # no communication there
+        comm_sites.record_call(ctx, "partitioned." + fn, x, (axis,), src, dst)
     return _mypy.replace_tensors(default, carrier(ctx.api, _with(actual, axis, dst)))
 
 

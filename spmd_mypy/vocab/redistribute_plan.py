@@ -59,7 +59,8 @@ Accounting (max_recv_elements)
 ------------------------------
 Elements each device receives from other devices, summed over the steps, and
 the maximum over devices.  L is the device's local element count before the
-step, g the size of the step's flattened group:
+step, g the size of the step's flattened group (the table in comm_volume.py,
+which the communication report and the benchmarks' byte counts read too):
 
   all_gather        (g-1) * L              (it receives the g-1 other pieces)
   reduce_scatter    (g-1) * L / g          (ring or recursive halving)

@@ -3,8 +3,8 @@
 A `RedistStep` is one collective (or a local convert) over a flattened group
 of mesh axes; a `Piece` is one box an exchange sends.  `make_step` builds a
 step between two layouts and counts the elements every device receives in it
-(the accounting of redistribute_plan.py's docstring); `backward_op` is the op
-of its backward.
+(the accounting of redistribute_plan.py's docstring: comm_volume.py's table);
+`backward_op` is the op of its backward.
 
 This module is pure Python: it imports neither torch nor mypy.
 """
@@ -16,6 +16,7 @@ import itertools
 from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from .collectives import backward_step
+from .comm_volume import received_elements
 from .collectives import plan as primitive_plan
 from .localtype import AxisType, Shard, V
 from .redistribute_layout import (
@@ -123,16 +124,6 @@ class Piece(NamedTuple):
         return prod(n for _, n in self.src_box)
 
 
-def _uniform_recv(op: str, g: int, local_in: int) -> int:
-    if op == "all_gather":
-        return (g - 1) * local_in
-    if op in ("reduce_scatter", "all_to_all"):
-        return (g - 1) * local_in // g
-    if op == "all_reduce":
-        return -(-2 * (g - 1) * local_in // g)
-    return 0
-
-
 def _device_coords(mesh: MeshItems) -> List[Dict[str, int]]:
     names = [a for a, _ in mesh]
     return [
@@ -158,7 +149,7 @@ def step_recv_vector(step: RedistStep, shape: Shape, mesh: MeshItems) -> List[in
     g = prod(sizes[a] for a in step.axes)
     names = [a for a, _ in mesh]
     local_in = prod(local_shape_of(layout_of(step.src, "src", shape, names), shape, sizes))
-    return [_uniform_recv(step.op, g, local_in)] * len(devices)
+    return [received_elements(step.op, g, local_in)] * len(devices)
 
 
 def _exchange_recv(pieces: Sequence[Piece], axes: Sequence[str], mesh: MeshItems) -> List[int]:

@@ -30,6 +30,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   reword          messages in the user's vocabulary (rewording what a hook reported)
   grad_sites      the gradient-sync contract on the tree: a function's calls and loops,
                   a module class's declared parameters and ties, aliases of a name
+  scopes          the function being checked, the function an expression names
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ from .group_types import (
     relax_group,
 )
 from .signatures import positional_signature, takes_var_args
+from .scopes import MODULE_SCOPE, bodies_not_checked_yet, call_position, checker_identity, checking_function, named_function
 from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
 from .tensor_types import (
     attribute_write_type,
@@ -207,6 +209,12 @@ from .typevars import choose, configuration_values, in_expansion, never, restore
 from .writes import first_argument, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
 __all__ = [
+    "MODULE_SCOPE",
+    "bodies_not_checked_yet",
+    "call_position",
+    "checker_identity",
+    "checking_function",
+    "named_function",
     # mypy's own types the plugin names
     "AnalyzeTypeContext",
     "AttributeContext",

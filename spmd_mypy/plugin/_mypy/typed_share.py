@@ -1,4 +1,5 @@
-"""The share of typed tensor expressions per file, and the unchecked calls (issue 13, item 3).
+"""The share of typed tensor expressions per file, and the unchecked calls (issue 13, item 3);
+`check`, the same in-process run for the communication report (spmd_mypy/comms.py).
 
 It uses mypy's build API, parse tree and types directly, so it lives under
 plugin/_mypy.  The plugin never imports this module; `python -m
@@ -57,7 +58,7 @@ from mypy.nodes import (
 from mypy.options import Options
 from mypy.types import AnyType, CallableType, Instance, LiteralType, NoneType, Type, UnionType, get_proper_type
 
-__all__ = ["FileShare", "UncheckedCall", "measure", "build_options"]
+__all__ = ["FileShare", "UncheckedCall", "measure", "build_options", "check"]
 
 CARRIER = "spmd_phantom.SpmdTensor"
 TENSOR = "torch._tensor.Tensor"
@@ -280,14 +281,27 @@ def build_options(config_file: Optional[str] = None) -> Options:
     return options
 
 
-def measure(paths: Sequence[str], options: Optional[Options] = None) -> Tuple[List[FileShare], List[str]]:
-    """Per checked file (in path order) its share; and mypy's messages."""
-    options = build_options() if options is None else options
+def _build(paths: Sequence[str], options: Options) -> Tuple[build.BuildResult, List[BuildSource]]:
+    """mypy with the plugin on `paths`, passed with their text so they are always checked again."""
     sources = []
     for src in create_source_list(list(paths), options):
         text = Path(src.path).read_text() if src.path else None
         sources.append(BuildSource(src.path, src.module, text, src.base_dir))
-    result = build.build(sources, options)
+    return build.build(sources, options), sources
+
+
+def check(paths: Sequence[str], config_file: Optional[str] = None) -> List[str]:
+    """Check `paths` with the plugin (for the communication report, whose facts the
+    plugin records while checking); mypy's messages."""
+    options = build_options(config_file)
+    options.export_types = options.preserve_asts = False
+    return _build(paths, options)[0].errors
+
+
+def measure(paths: Sequence[str], options: Optional[Options] = None) -> Tuple[List[FileShare], List[str]]:
+    """Per checked file (in path order) its share; and mypy's messages."""
+    options = build_options() if options is None else options
+    result, sources = _build(paths, options)
     wanted = {os.path.abspath(s.path) for s in sources if s.path}
     shares = []
     for state in result.graph.values():

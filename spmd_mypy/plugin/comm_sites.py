@@ -1,0 +1,117 @@
+"""The collectives the checker typed, recorded at each call site: the facts of
+the communication report (`python -m spmd_mypy.comms`, comm_report.py) and of
+spmd.reveal_comms.
+
+`comms.type_collective` (every typed collective and coercion goes through it:
+spmd.*, spmd_types', megatron-core's) calls `record_call` once a call's
+src/dst passed the vocabulary's `plan`; partitioned.py does for the
+partitioned-shard conversions (op "partitioned.<name>").  Sites are kept per file for the current
+check of that file (a new check of the file, e.g. in the daemon, starts its
+list again), deduplicated (mypy checks a deferred function or a function
+generic over a layout variable more than once).
+
+The name a call's result is assigned to (`h = spmd.convert(x, ...)`) comes
+from the file's ast, only to link one call's result to the next call's
+input; the types come from the checker.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+from ..vocab.localtype import AxisType
+from . import _mypy
+from .carrier import spmd_of
+from .sourcefile import file_version, parse_source, read_source
+
+__all__ = ["Site", "record", "record_call", "sites_of", "files", "clear"]
+
+
+class Site(NamedTuple):
+    """One typed collective or coercion call."""
+
+    file: str
+    line: int
+    column: int
+    function: str  # qualified name in its module; "<module>" at module level
+    op: str
+    axes: Tuple[str, ...]
+    src: AxisType
+    dst: AxisType
+    value: str  # the input expression, as written
+    value_call: Optional[Tuple[int, int]]  # (line, column) when the input is itself a call
+    result: Optional[str]  # the name the result is assigned to, if any
+    nograd: bool = False  # the input carries no gradient (its type says nograd): no backward runs
+    typed: bool = True  # the input's SPMD type is known (else whether it has a gradient is not)
+
+
+_SITES: Dict[str, Tuple[int, Dict[Site, None]]] = {}  # file -> (checker, sites in order)
+_TARGETS: Dict[str, Tuple[Optional[Tuple[int, int]], Dict[Tuple[int, int], str]]] = {}
+
+
+def record(checker: int, site: Site) -> None:
+    """Keep `site` for its file's current check (`checker` identifies the check)."""
+    held = _SITES.get(site.file)
+    if held is None or held[0] != checker:
+        held = _SITES[site.file] = (checker, {})
+    held[1][site] = None
+
+
+def record_call(
+    ctx: Any, op: str, x: Tuple[_mypy.Expression, _mypy.Type], axes: Tuple[str, ...], src: AxisType, dst: AxisType
+) -> None:
+    """The call of a hook's `ctx`: `op` on `x` over `axes` from src to dst."""
+    file = _mypy.checker_path(ctx.api)
+    if file is None:
+        return
+    line, column = ctx.context.line, ctx.context.column
+    found = [spmd_of(t) for t in _mypy.union_alternatives(x[1]) or [x[1]]]
+    nograd = all(t is not None and t.nograd for t in found)
+    site = Site(
+        file, line, column, _mypy.checking_function(ctx.api), op, axes, src, dst, _mypy.expr_text(x[0]),
+        _mypy.call_position(x[0]), assigned_name(file, line, column), nograd, None not in found,
+    )
+    record(_mypy.checker_identity(ctx.api), site)
+
+
+def sites_of(file: str, function: Optional[str] = None) -> List[Site]:
+    """The sites recorded in `file` (of one function), in source order."""
+    held = _SITES.get(file)
+    found = [s for s in held[1] if function is None or s.function == function] if held else []
+    return sorted(found, key=lambda s: (s.line, s.column))
+
+
+def files() -> List[str]:
+    return sorted(_SITES)
+
+
+def clear() -> None:
+    _SITES.clear()
+    _TARGETS.clear()
+
+
+def assigned_name(file: str, line: int, column: int) -> Optional[str]:
+    """The target of `target = <the call at line:column>`, as written; None if the
+    call is not the whole right-hand side of a single-target assignment."""
+    version = file_version(file)
+    cached = _TARGETS.get(file)
+    if cached is None or cached[0] != version:
+        cached = _TARGETS[file] = (version, _targets(file))
+    return cached[1].get((line, column))
+
+
+def _targets(file: str) -> Dict[Tuple[int, int], str]:
+    tree = parse_source(read_source(file))
+    out: Dict[Tuple[int, int], str] = {}
+    for node in ast.walk(tree) if tree is not None else ():
+        value = getattr(node, "value", None)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target: ast.expr = node.targets[0]
+        elif isinstance(node, ast.AnnAssign) and value is not None:
+            target = node.target
+        else:
+            continue
+        if isinstance(value, ast.Call):
+            out[(value.lineno, value.col_offset)] = ast.unparse(target)
+    return out

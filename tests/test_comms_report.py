@@ -1,0 +1,77 @@
+"""`python -m spmd_mypy.comms PATHS`: the report prints for every example, from what
+the plugin recorded while checking (no second reading of the code's types)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from spmd_mypy import I, P, R, S
+from spmd_mypy.plugin.comm_report import UNKNOWN_GRAD, function_report, report_text
+from spmd_mypy.plugin.comm_sites import Site
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
+
+
+def test_report_prints_every_example() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "spmd_mypy.comms", "examples"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for name in EXAMPLES:
+        assert f"examples/{name}::" in out, name
+    # The FSDP gather: its backward is one reduce_scatter receiving (dp-1) * n(w).
+    assert (
+        "line 57: reduce_scatter(P->S(0)) over dp on grad of self.w_in [backward of all_gather(S(0)->R)]: "
+        "(dp-1) * n(self.w_in) * isz"
+    ) in out
+    # Megatron's copy-to-region: convert(I->R) whose backward all-reduces the input gradient.
+    assert "line 34: all_reduce(P->I) over tp on grad of x [backward of convert(I->R)]: 2*(tp-1)/tp * n(x) * isz" in out
+    # A nograd input (a token count) has no backward; a nested reinterpret keeps the size name.
+    assert "examples/dp_loss.py::masked_token_loss\n  forward: 1 collective(s), 2*(dp-1)/dp * n(local_tokens) * isz bytes" in out
+    assert "mypy reported 0 errors" in out
+
+
+def _site(line: int, column: int, op: str, src: object, dst: object, value: str, **kw: object) -> Site:
+    fields = dict(value_call=None, result=None, nograd=False, typed=True)
+    fields.update(kw)
+    return Site("f.py", line, column, "f", op, ("dp",), src, dst, value, **fields)  # type: ignore[arg-type]
+
+
+def test_naive_fsdp_backward_pair_and_sizes() -> None:
+    """all_gather(w, S(0)->I) assigned to `full`, then convert(full, I->R): the backward
+    all-reduces the gathered gradient (2 (dp-1)/dp n(full), full being the gathered w)
+    and then slices it (I->S(0)): the pair one reduce_scatter does."""
+    gather = _site(6, 11, "all_gather", S(0), I, "w", result="full")
+    mark = _site(7, 11, "convert", I, R, "full")
+    report = function_report("f.py", "f", [gather, mark])
+    back = [e for e in report.phases["backward"] if e.communicates]
+    assert [str(e.step) for e in report.phases["backward"]] == ["all_reduce(P->I)", "convert(I->S(0))"]
+    assert [e.volume.text() for e in back] == ["2*(dp-1)/dp * n(full) * isz"]
+    assert [(r.first.site.line, r.second.site.line, r.first.phase) for r in report.redundant] == [(7, 6, "backward")]
+
+
+def test_nested_sum_then_slice_and_unlinked_calls() -> None:
+    """convert(all_reduce(x)) is flagged in forward; the same two calls on unrelated
+    values are not."""
+    inner = _site(3, 24, "all_reduce", P, R, "x")
+    outer = _site(3, 11, "convert", R, S(0), "spmd.all_reduce(x, 'dp', src=P, dst=R)", value_call=(3, 24))
+    report = function_report("f.py", "f", [outer, inner])
+    assert [(r.first.phase, r.first.step.op, r.second.step.op) for r in report.redundant] == [
+        ("forward", "all_reduce", "convert")
+    ]
+    apart = _site(4, 11, "convert", R, S(0), "y")
+    assert function_report("f.py", "f", [inner, apart]).redundant == []
+
+
+def test_nograd_and_untyped_inputs() -> None:
+    """No backward for a nograd input; an untyped one's backward is conditional."""
+    count = _site(3, 11, "all_reduce", P, R, "count", nograd=True)
+    grad = _site(4, 11, "all_reduce", P, R, "p.grad", typed=False)
+    report = function_report("f.py", "f", [count, grad])
+    assert report.phases["backward"] == []
+    assert [e.site.value for e in report.phases[UNKNOWN_GRAD]] == ["p.grad"]
+    assert report_text(report, "f.py")[0] == "f.py::f"
