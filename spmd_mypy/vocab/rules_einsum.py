@@ -9,7 +9,9 @@ trusted).  Per mesh axis, following spmd_types 0.3.1's rule:
     holding that label must be sharded on it (V: its shard of it);
   - the label reaches the output: the result is S(its position there);
     it is contracted: the result is P (the kernel sums over the shards: the
-    rule is the declaration of that sum, so no reinterpret is asked for);
+    rule is the declaration of that sum, so no reinterpret is asked for;
+    spmd_types does this in its global mode, typecheck(local=False); its
+    local mode ignores shard dims and gives V: DESIGN.md, spmd_types);
   - no operand sharded: the per-axis rule of a multilinear op (R with V is
     V, I does not mix with V); a P operand passes only through an operand
     declared in `linear_in`, all others R.

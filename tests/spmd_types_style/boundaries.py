@@ -1,6 +1,7 @@
 """Programs written for spmd_types with its regions and boundaries, in the style
 of its real users: a registered autograd Function with a typecheck_forward
-(the reduce of a row-parallel layer), a local_map kernel, a no_typecheck
+(the reduce of a row-parallel layer), one with the keyword spmd_typecheck
+built from rules.* (a row-parallel GEMM and its all-reduce), a local_map kernel, a no_typecheck
 region followed by an assert, an is_type_checking() block, and integer
 labels that meet a replicated value.  test_agreement.py checks them with
 spmd-mypy (no message) and runs them under spmd_types' runtime checker on
@@ -12,6 +13,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 import spmd_types as spmd
+from spmd_types import rules
 
 
 @spmd.register_autograd_function
@@ -68,3 +70,31 @@ def masked_nll(logits: torch.Tensor, labels: torch.LongTensor) -> torch.Tensor:
     keep = labels >= 0
     picked = F.log_softmax(logits, dim=-1).gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
     return -(picked * keep).sum() / keep.sum()
+
+
+@spmd.register_autograd_function
+class _LinearAllReduce(torch.autograd.Function):
+    """Row-parallel GEMM finished by an all-reduce over tp, its rule in
+    spmd_types' keyword form: the einsum over the sharded label is the
+    declared pending sum, the all_reduce makes it whole."""
+
+    @staticmethod
+    def spmd_typecheck(*, h, w):  # type: ignore[no-untyped-def]
+        y = rules.einsum("mk,nk->mn", h, w)
+        return rules.all_reduce(y, "tp", src=spmd.P, dst=spmd.I)
+
+    @staticmethod
+    def forward(ctx, h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        y = h @ w.T
+        dist.all_reduce(y, group=dist.group.WORLD)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple:  # type: ignore[override]
+        return grad, grad
+
+
+def linear_all_reduce(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    spmd.assert_type(h, {"tp": spmd.S(1)})
+    spmd.assert_type(w, {"tp": spmd.S(1)})
+    return _LinearAllReduce.apply(h, w)

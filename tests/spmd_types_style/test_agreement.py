@@ -1,6 +1,10 @@
 """programs.py and boundaries.py, written for spmd_types: spmd-mypy accepts
 them (no message at all), and spmd_types' runtime checker accepts the same
 files on simulated ranks (strict mode) with the values one process computes.
+boundaries.py's linear_all_reduce uses the keyword spmd_typecheck form
+built from rules.* and runs in spmd_types' global mode (typecheck(local=False),
+as torchtitan runs it): only there does its rules.einsum type a contraction
+over a sharded label as the pending sum, as spmd-mypy reads every hook.
 A wrong input to a typecheck_forward is seeded in boundaries.py: spmd-mypy
 reports it, while the runtime checker lets it through (its assert_type
 accepts a V value asserted P) and the program computes a wrong result.  The one place
@@ -67,7 +71,7 @@ def test_runtime_checker_accepts_the_same_programs() -> None:
     lines = got.stdout.splitlines()
     assert [line.split()[:2] for line in lines] == [
         ["tp_mlp", "ok"], ["sp_mlp", "ok"], ["vocab_parallel_logsumexp", "ok"],
-        ["row_parallel", "ok"], ["gathered_rows", "ok"], ["masked_nll", "ok"],
+        ["row_parallel", "ok"], ["linear_all_reduce", "ok"], ["gathered_rows", "ok"], ["masked_nll", "ok"],
     ], got.stdout + got.stderr
 
 
