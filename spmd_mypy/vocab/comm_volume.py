@@ -32,6 +32,7 @@ from typing import Dict, Final, Iterable, Mapping, NamedTuple, Tuple
 
 from .collectives import Step
 from .localtype import kind
+from .subaxis import axis_size
 
 __all__ = [
     "VOLUME",
@@ -112,9 +113,9 @@ class Volume(NamedTuple):
             raise ValueError(f"no static byte count: {self.runtime}")
         value = self.coef * numel * itemsize
         for group in self.minus_one:
-            value *= _prod(sizes[a] for a in group) - 1
+            value *= _prod(_size(a, sizes) for a in group) - 1
         for axis, e in self.exps:
-            value *= Fraction(sizes[axis]) ** e
+            value *= Fraction(_size(axis, sizes)) ** e
         return value
 
     def text(self) -> str:
@@ -130,6 +131,14 @@ class Volume(NamedTuple):
         if den:
             text = (text or "1") + "/" + (den[0] if len(den) == 1 else "(" + "*".join(den) + ")")
         return f"{text} * n({self.size}) * isz" if text else f"n({self.size}) * isz"
+
+
+def _size(axis: str, sizes: Mapping[str, int]) -> int:
+    """An axis's size from the mesh sizes; a sub-axis `x:(m)k` has k devices."""
+    n = axis_size(axis, sizes)
+    if n is None:
+        raise KeyError(axis)
+    return n
 
 
 def _prod(values: Iterable[int]) -> int:

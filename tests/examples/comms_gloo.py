@@ -16,7 +16,9 @@ each job the worker records
 
 The drivers are example_drivers.py's, with its mesh sizes (DP, TP) set to
 the job's mesh in the worker, plus one for examples/tp_mlp.py, which has
-none there.
+none there.  An example whose driver runs on its own mesh (packed_tokens_loss:
+dp=4, for its sub-axes dp:(1)2 and dp:(2)2) runs there instead, in a 4-rank
+spawn of its own (WIDE_WORLD, WIDE_MESHES).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from examples_gloo import EXAMPLES, load_example
 
 WORLD = 2
 MESHES: Dict[str, Tuple[int, int]] = {"tp2": (1, 2), "dp2": (2, 1)}  # name -> (dp, tp)
+WIDE_WORLD = 4
+WIDE_MESHES: Dict[str, Tuple[int, int]] = {"dp4": (4, 1)}  # dp only: no "tp" axis
 _TYPED = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "reinterpret", "convert", "redistribute")
 _PARTITIONED = ("unaligned_to_aligned", "aligned_to_unaligned", "unaligned_to_replicate", "aligned_to_replicate",
                 "replicate_to_unaligned", "replicate_to_aligned")
@@ -46,10 +50,23 @@ class Job:
     mesh: str
 
 
-def examples() -> List[str]:
+def wide_examples() -> List[str]:
+    """The examples whose driver asks for the 4-rank dp-only mesh."""
     import example_drivers
 
-    return sorted([*example_drivers.DRIVERS, "tp_mlp"])
+    return sorted(k for k, d in example_drivers.DRIVERS.items() if d.mesh == WIDE_MESHES["dp4"])
+
+
+def examples() -> List[str]:
+    """The examples run on the two 2-rank meshes."""
+    import example_drivers
+
+    return sorted(k for k in [*example_drivers.DRIVERS, "tp_mlp"] if k not in wide_examples())
+
+
+def cases() -> List[Tuple[str, str]]:
+    """Every (example, mesh) pair checked."""
+    return [(e, m) for e in examples() for m in MESHES] + [(e, m) for e in wide_examples() for m in WIDE_MESHES]
 
 
 def example_file(example: str) -> str:
@@ -60,6 +77,10 @@ def example_file(example: str) -> str:
 
 def jobs() -> List[Job]:
     return [Job(f"{e}@{m}", e, m) for e in examples() for m in MESHES]
+
+
+def wide_jobs() -> List[Job]:
+    return [Job(f"{e}@{m}", e, m) for e in wide_examples() for m in WIDE_MESHES]
 
 
 class Recorder:
@@ -138,6 +159,13 @@ def setup(rank: int) -> Tuple[Dict[str, Any], Any]:
     return {"meshes": meshes, "recorder": Recorder()}, sorted(meshes)
 
 
+def wide_setup(rank: int) -> Tuple[Dict[str, Any], Any]:
+    from torch.distributed.device_mesh import init_device_mesh
+
+    meshes = {k: init_device_mesh("cpu", (shape[0],), mesh_dim_names=("dp",)) for k, shape in WIDE_MESHES.items()}
+    return {"meshes": meshes, "recorder": Recorder()}, sorted(meshes)
+
+
 def _run_tp_mlp(mod: types.ModuleType, tp_rank: int) -> None:
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(3, 8, generator=gen, dtype=torch.float64).requires_grad_()
@@ -153,7 +181,7 @@ def run_job(job: Job, rank: int, state: Dict[str, Any]) -> Dict[str, Any]:
 
     rec: Recorder = state["recorder"]
     rec.typed, rec.c10d, rec.partitioned_nodes = [], [], []
-    dp, tp = MESHES[job.mesh]
+    dp, tp = {**MESHES, **WIDE_MESHES}[job.mesh]
     dp_rank, tp_rank = divmod(rank, tp)
     module = load_example(example_file(job.example), None, f"comms_{job.example}_{job.mesh}")
     example_drivers.DP, example_drivers.TP = dp, tp  # the drivers cut and build for this mesh

@@ -51,10 +51,12 @@ class Driver:
         return cut(full, self.layouts[key], *self.coords(rank), mesh=self.mesh)
 
 
-def cut(full: Tensor, layout: Layout, dp_rank: int, tp_rank: int, mesh: Tuple[int, int] = (DP, TP)) -> Tensor:
-    """This rank's piece of `full` under `layout`, on a (dp, tp) mesh."""
+def cut(full: Tensor, layout: Layout, dp_rank: int, tp_rank: int, mesh: Optional[Tuple[int, int]] = None) -> Tensor:
+    """This rank's piece of `full` under `layout`, on a (dp, tp) mesh (default:
+    the module's DP x TP, read at the call: comms_gloo.py sets them per job)."""
     coord = {"dp": dp_rank, "tp": tp_rank}
-    size = {"dp": mesh[0], "tp": mesh[1]}
+    dp, tp = mesh if mesh is not None else (DP, TP)
+    size = {"dp": dp, "tp": tp}
     t = full
     for axis, dim in layout:
         t = t.chunk(size[axis], dim=dim)[coord[axis]]

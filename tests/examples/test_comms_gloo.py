@@ -1,7 +1,7 @@
 """The communication report's numbers against the bytes the runtime moves on gloo.
 
 For every example and each of two 2-rank meshes (dp=1 x tp=2, dp=2 x tp=1;
-comms_gloo.py), the report (`spmd_mypy.comms.reports`, the plugin's record of
+comms_gloo.py), or the 4-rank dp=4 mesh of an example that needs it, the report (`spmd_mypy.comms.reports`, the plugin's record of
 the calls it typed) is evaluated at the sizes of the run: each typed call
 the example made, matched to its report site by line, column and op, gives
 the element count and dtype size of its input, and the axis sizes are the
@@ -31,7 +31,21 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from comms_gloo import MESHES, WORLD, example_file, examples, jobs, run_job, setup
+from comms_gloo import (
+    MESHES,
+    WIDE_MESHES,
+    WIDE_WORLD,
+    WORLD,
+    cases,
+    example_file,
+    examples,
+    jobs,
+    run_job,
+    setup,
+    wide_examples,
+    wide_jobs,
+    wide_setup,
+)
 from examples_gloo import EXAMPLES
 from gloo_harness import GlooRun, gloo_available, spawn_and_collect
 
@@ -47,6 +61,17 @@ def run() -> GlooRun:
     if not gloo_available():
         pytest.skip("this torch has no gloo backend")
     return spawn_and_collect(setup, run_job, jobs, world=WORLD, deadline_s=240.0)
+
+
+@pytest.fixture(scope="module")
+def wide_run() -> GlooRun:
+    if not gloo_available():
+        pytest.skip("this torch has no gloo backend")
+    return spawn_and_collect(wide_setup, run_job, wide_jobs, world=WIDE_WORLD, deadline_s=240.0)
+
+
+def _run_of(mesh: str, run: GlooRun, wide_run: GlooRun) -> GlooRun:
+    return wide_run if mesh in WIDE_MESHES else run
 
 
 @pytest.fixture(scope="module")
@@ -99,30 +124,37 @@ def measured(c10d: List[Any]) -> Totals:
     return totals
 
 
-def test_workers_ran(run: GlooRun) -> None:
+def test_workers_ran(run: GlooRun, wide_run: GlooRun) -> None:
     run.check()
     assert run.setup_info == {r: sorted(MESHES) for r in range(WORLD)}
     assert run.exitcodes == [0] * WORLD, run.exitcodes
+    wide_run.check()
+    assert wide_run.exitcodes == [0] * WIDE_WORLD, wide_run.exitcodes
 
 
-@pytest.mark.parametrize("mesh", sorted(MESHES))
-@pytest.mark.parametrize("example", examples())
+def test_every_example_is_checked() -> None:
+    assert wide_examples() == ["packed_tokens_loss"]
+    assert {e for e, _ in cases()} == {*examples(), *wide_examples()}
+
+
+@pytest.mark.parametrize("example,mesh", cases())
 def test_report_matches_measured_bytes(
-    run: GlooRun, report: Dict[str, List[FunctionReport]], example: str, mesh: str
+    run: GlooRun, wide_run: GlooRun, report: Dict[str, List[FunctionReport]], example: str, mesh: str
 ) -> None:
     file = os.path.abspath(EXAMPLES / example_file(example))
     assert report.get(file), f"the report lists no function of {example_file(example)}"
-    dp, tp = MESHES[mesh]
-    for rank, got in sorted(run.per_rank(f"{example}@{mesh}").items()):
+    dp, tp = {**MESHES, **WIDE_MESHES}[mesh]
+    for rank, got in sorted(_run_of(mesh, run, wide_run).per_rank(f"{example}@{mesh}").items()):
         want = expected(report[file], got["typed"], {"dp": dp, "tp": tp})
         assert measured(got["c10d"]) == want, f"rank {rank}: measured != report (bytes, calls) per phase"
 
 
-def test_the_runs_communicate(run: GlooRun) -> None:
+def test_the_runs_communicate(run: GlooRun, wide_run: GlooRun) -> None:
     """Not vacuous: every example moves bytes in one of the meshes, forward and backward
     where its report says so."""
-    for example in examples():
-        moved = [measured(run.per_rank(f"{example}@{m}")[0]["c10d"]) for m in MESHES]
+    for example in {e for e, _ in cases()}:
+        moved = [measured(_run_of(m, run, wide_run).per_rank(f"{example}@{m}")[0]["c10d"])
+                 for e, m in cases() if e == example]
         assert any(t["forward"][0] > 0 for t in moved), example
 
 
