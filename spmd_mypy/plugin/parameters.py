@@ -90,14 +90,15 @@ def _check_written_value(ctx: Any, name: str) -> None:
     """A value that already carries an SPMD type (`self.cached = x`) must fit
     the attribute's, per axis, as an annotated assignment must; a plain
     Tensor (`nn.Parameter(...)`) holds none yet and fits."""
-    value = _mypy.written_value(ctx.api, ctx.context)
-    if value is None or (_mypy.plain_tensor_call(value) and _declared_for(value) is not None):
-        return  # a parameter that takes the declared type
-    pairs = _mypy.tensor_pairs(_mypy.quietly_typed(ctx.api, value), ctx.default_attr_type)
-    for got_t, want_t in pairs or ():
-        got, want = spmd_of(got_t), wants_of(want_t)
-        if got is not None and want is not None:
-            report_against(ctx.api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)
+    written = _mypy.written_value(ctx.api, ctx.context)
+    for value in _mypy.branches(written) if written is not None else ():  # each branch of `a if c else b`
+        if _mypy.plain_tensor_call(value) and _declared_for(value) is not None:
+            continue  # a parameter that takes the declared type
+        pairs = _mypy.tensor_pairs(_mypy.quietly_typed(ctx.api, value), ctx.default_attr_type)
+        for got_t, want_t in pairs or ():
+            got, want = spmd_of(got_t), wants_of(want_t)
+            if got is not None and want is not None:
+                report_against(ctx.api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)
 
 
 # `nn.Parameter(...)` calls written to a declared attribute: id -> (the call,

@@ -206,7 +206,7 @@ from .raw_writes import RAW_WRITE, call_argument, raw_write_call
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
-from .writes import first_argument, parameter_calls, plain_tensor_call, quietly_typed, written_value
+from .writes import branches, first_argument, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
 __all__ = [
     "MODULE_SCOPE",
@@ -338,6 +338,7 @@ __all__ = [
     # members and overrides
     "attribute_read",
     "declared_below",
+    "branches",
     "first_argument",
     "parameter_calls",
     "forward_owner",

@@ -93,6 +93,14 @@ def first_argument(call: Expression) -> Optional[Expression]:
     return None
 
 
+def branches(expr: Expression) -> List[Expression]:
+    """The values a written expression may be: the branches of `a if c else b`
+    (nested), else the expression itself."""
+    if isinstance(expr, ConditionalExpr):
+        return branches(expr.if_expr) + branches(expr.else_expr)
+    return [expr]
+
+
 def parameter_calls(expr: Expression) -> List[Expression]:
     """The `nn.Parameter(...)` calls a written value is: itself, or the
     branches of `a if c else b` (`nn.Parameter(...) if bias else None`)."""
