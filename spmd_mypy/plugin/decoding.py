@@ -13,6 +13,7 @@ from ..vocab.aliases import ALIASES
 from ..vocab.localtype import BY_LETTER, PartitionedShard, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
 from .annotations import AnnotationError, Meta
+from .sourcefile import dotted
 
 __all__ = ["decode", "LOCAL_TYPES", "SHARD_FULLNAMES", "SPMD_FULLNAMES", "PARTITIONED_FULLNAMES"]
 
@@ -40,17 +41,8 @@ LOCAL_TYPES = {  # fullname of R, I, V or P (or Reduced, ...) -> the type
 Lookup = Callable[[str], Optional[str]]  # dotted name in the file -> fullname or None
 
 
-def _dotted(node: ast.expr) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
 def _resolve(node: ast.expr, lookup: Lookup, line: int) -> str:
-    name = _dotted(node)
+    name = dotted(node)
     if name is None:
         raise AnnotationError(f"expected a name, got {ast.unparse(node)!r}", line)
     full = lookup(name)
@@ -148,11 +140,11 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
     found: Optional[Spmd] = None
     for expr in meta.exprs:
         if not isinstance(expr, ast.Call):
-            if _lookup_name(_dotted(expr) or "", lookup) in SPMD_FULLNAMES:
+            if _lookup_name(dotted(expr) or "", lookup) in SPMD_FULLNAMES:
                 raise AnnotationError("Spmd must be called with the axes' types: Spmd(tp=V)", meta.line)
             continue
-        full = _lookup_name(_dotted(expr.func) or "", lookup)
-        name = _dotted(expr.func) or ""
+        full = _lookup_name(dotted(expr.func) or "", lookup)
+        name = dotted(expr.func) or ""
         if full not in SPMD_FULLNAMES and not (full is None and name.split(".")[-1] == "Spmd"):
             continue
         if full is None:

@@ -10,21 +10,12 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
-from .sourcefile import FileIndex
+from .sourcefile import FileIndex, callee_last_name
 
 # One scope: (first line, last line, axes or None).  axes None marks a function
 # handed to local_map (local code again); a tuple marks @global_spmd code, the
 # empty tuple meaning every mesh axis.
 Scope = Tuple[int, int, Optional[Tuple[str, ...]]]
-
-
-def _callee_name(node: ast.expr) -> str:
-    """The last name of a decorator or callee: `spmd.global_spmd(...)` -> global_spmd."""
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _axes_literal(call: ast.expr) -> Tuple[str, ...]:
@@ -53,12 +44,12 @@ def _collect_scopes(tree: ast.AST) -> Tuple[Scope, ...]:
             span = (first, node.end_lineno or node.lineno)
             defs.setdefault(node.name, []).append(span)
             for dec in node.decorator_list:
-                name = _callee_name(dec)
+                name = callee_last_name(dec)
                 if name == "global_spmd":
                     out.append((span[0], span[1], _axes_literal(dec)))
                 elif name == "local_map":
                     out.append((span[0], span[1], None))
-        elif isinstance(node, ast.Call) and _callee_name(node.func) == "local_map":
+        elif isinstance(node, ast.Call) and callee_last_name(node.func) == "local_map":
             if node.args and isinstance(node.args[0], ast.Name):
                 mapped.add(node.args[0].id)
     for name in mapped:

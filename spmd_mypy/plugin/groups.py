@@ -38,6 +38,7 @@ from .annotations import AnnotationError, Meta, scan, seen_without_spmd
 from .config import Settings
 from .errors import SPMD_ANNOTATION, SPMD_GROUP
 from .guard import default_return, guarded
+from .sourcefile import dotted
 
 __all__ = [
     "AXIS_FULLNAMES",
@@ -66,21 +67,12 @@ _HOW = (
 # -- reading annotations -------------------------------------------------------------
 
 
-def _dotted(node: ast.expr) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
-
-
 def decode_axis(meta: Meta, lookup: Callable[[str], Optional[str]]) -> Optional[Tuple[str, ...]]:
     """The axis names of the `Axis(...)` among an Annotated's metadata, None if none."""
     for expr in meta.exprs:
         if not isinstance(expr, ast.Call):
             continue
-        name = _dotted(expr.func) or ""
+        name = dotted(expr.func) or ""
         try:
             full = lookup(name) if name else None
         except Exception:

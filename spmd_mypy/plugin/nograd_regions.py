@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
-from .sourcefile import FileIndex
+from .sourcefile import FileIndex, callee_last_name
 
 Region = Tuple[int, int, str]  # (first line, last line, NO_GRAD or FUNCTION)
 
@@ -33,17 +33,9 @@ _FUNCTION_METHODS = frozenset({"forward", "backward", "setup_context", "jvp", "v
 _MARKERS = (b"no_grad", b"inference_mode", b"set_grad_enabled", b"Function")
 
 
-def _last_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
-
-
 def _grad_off(item: ast.expr) -> bool:
     """A context manager or decorator that turns gradients off."""
-    name = _last_name(item)
+    name = callee_last_name(item)
     if name in _CONTEXTS:
         return True
     if name == "set_grad_enabled" and isinstance(item, ast.Call) and item.args:
@@ -68,7 +60,7 @@ def collect_regions(tree: ast.AST) -> Tuple[Region, ...]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_grad_off(dec) for dec in node.decorator_list):
                 out.append(_span(node, NO_GRAD))
-        elif isinstance(node, ast.ClassDef) and any(_last_name(b) == "Function" for b in node.bases):
+        elif isinstance(node, ast.ClassDef) and any(callee_last_name(b) == "Function" for b in node.bases):
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _FUNCTION_METHODS:
                     out.append(_span(item, FUNCTION))

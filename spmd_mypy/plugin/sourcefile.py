@@ -64,6 +64,26 @@ def parse_source(data: bytes) -> Optional[ast.AST]:
         return None
 
 
+def dotted(node: ast.expr) -> Optional[str]:
+    """The dotted name an expression spells (`spmd.Spmd`), else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def callee_last_name(node: ast.expr) -> str:
+    """The last name of a decorator, a with item or a callee, called or not:
+    `torch.no_grad()` -> no_grad, `spmd.global_spmd` -> global_spmd; else ""."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
 T = TypeVar("T")
 
 
