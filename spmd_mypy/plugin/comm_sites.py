@@ -20,12 +20,17 @@ from __future__ import annotations
 import ast
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from ..vocab.localtype import AxisType
+from ..vocab.localtype import P, R, AxisType
 from . import _mypy
 from .carrier import spmd_of
 from .sourcefile import file_version, parse_source, read_source
 
-__all__ = ["Site", "record", "record_call", "sites_of", "files", "clear"]
+__all__ = ["Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "record", "record_call", "record_gradient_sum", "sites_of", "files", "clear"]
+
+# The phase of the gradient-sync contract's sums (spmd.sync_grads and friends, plugin/gradsync.py).
+GRADIENT_SYNC = "gradient sync"
+# The collective a site of each phase of its own runs (its op names the API call).
+PHASE_COLLECTIVE = {GRADIENT_SYNC: "all_reduce"}
 
 
 class Site(NamedTuple):
@@ -44,6 +49,7 @@ class Site(NamedTuple):
     result: Optional[str]  # the name the result is assigned to, if any
     nograd: bool = False  # the input carries no gradient (its type says nograd): no backward runs
     typed: bool = True  # the input's SPMD type is known (else whether it has a gradient is not)
+    phase: str = ""  # "": a collective call (forward and its backward); else the one phase it runs in
 
 
 _SITES: Dict[str, Tuple[int, Dict[Site, None]]] = {}  # file -> (checker, sites in order)
@@ -71,6 +77,20 @@ def record_call(
     site = Site(
         file, line, column, _mypy.checking_function(ctx.api), op, axes, src, dst, _mypy.expr_text(x[0]),
         _mypy.call_position(x[0]), assigned_name(file, line, column), nograd, None not in found,
+    )
+    record(_mypy.checker_identity(ctx.api), site)
+
+
+def record_gradient_sum(ctx: Any, call: _mypy.Expression, op: str, axis: str, param: str) -> None:
+    """A gradient sum the contract API `call` (op: its name, e.g. "sync_grads")
+    runs over `axis` on the gradient of `param` (as written, `model.w`): an
+    all-reduce of P into R, outside autograd, in the phase GRADIENT_SYNC."""
+    file = _mypy.checker_path(ctx.api)
+    if file is None:
+        return
+    site = Site(
+        file, call.line, call.column, _mypy.checking_function(ctx.api), op, (axis,), P, R, param,
+        None, None, phase=GRADIENT_SYNC,
     )
     record(_mypy.checker_identity(ctx.api), site)
 

@@ -19,21 +19,19 @@ vocab.gradsync.check_contract; each problem is an spmd-gradsync error at
 the finishing code (a missing sum: at the function's first finishing call,
 and also at the parameter's declaration when it is in the checked file).
 
-`report_live_aliases` is the in-place half: a raw in-place collective
-(dist.all_reduce, dist.broadcast) of a tensor another name aliases (bound
-from it, or it from that name, by `=`, `.data`, a view or an index) while
-that name is read after the call is an spmd-alias error.
+The in-place half of the contract (a collective on a tensor another name
+aliases) is grad_aliases.py.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from ..vocab.gradsync import EVERY, NAMED, PENDING_ONLY, Param, Problem, Sum, check_contract
+from ..vocab.gradsync import EVERY, NAMED, PENDING_ONLY, Param, Problem, Sum, check_contract, shown_path
 from ..vocab.spec import Spmd
-from . import _mypy
+from . import _mypy, comm_sites
 from .carrier import spmd_of
-from .errors import SPMD_ALIAS, SPMD_GRADSYNC
+from .errors import SPMD_GRADSYNC
 from .groups import axis_of
 from .guard import default_return, guarded
 
@@ -194,8 +192,10 @@ def _report(ctx: Any, problem: Problem, anchor: _mypy.Expression) -> None:
 
 
 def check_finishing(ctx: Any) -> _mypy.Type:
-    """The hook of the finishing calls: the contract of the whole function,
-    checked once, at its first finishing call."""
+    """The hook of the finishing calls, at a function's first one: the
+    function's own API sums go to the communication report, and the contract
+    is checked for each finishing function whose code includes this one's
+    (the function itself, or the callers in its file that call it as a helper)."""
     func = _mypy.current_function(ctx.api)
     if func is None:
         return ctx.default_return_type
@@ -203,74 +203,151 @@ def check_finishing(ctx: Any) -> _mypy.Type:
     first = next((s for s in sites if s.fullname in FINISHING), None)
     if first is None or first.call is not ctx.context:
         return ctx.default_return_type
+    _record_report(ctx, func, sites)
+    graph = _graph(ctx.api)
+    for root in graph.roots_of(func):
+        _check_contract_of(ctx, root, graph)
+    return ctx.default_return_type
+
+
+def _check_contract_of(ctx: Any, func: Any, graph: "FinishingGraph") -> None:
+    """The contract of finishing function `func` with the sums of the helpers
+    it calls; a missing sum is reported at its first finishing call (an API
+    call or a helper call)."""
+    anchor = graph.first_finishing_call(func)
+    if anchor is None:
+        return
     by_root: Dict[str, Tuple[Root, List[Sum]]] = {}
-    for site in sites:
-        for root, s in _sums_of(ctx, func, site):
-            by_root.setdefault(root.name, (root, []))[1].append(s)
-    tree = getattr(ctx.api, "tree", None)
-    here = getattr(tree, "fullname", None)
+    complete = True
+    for root, s in _all_sums(ctx, func, graph, ()):
+        if root is None:
+            complete = False  # a helper's sums this function's code cannot place
+            continue
+        by_root.setdefault(root.name, (root, []))[1].append(s)
+    here = getattr(getattr(ctx.api, "tree", None), "fullname", None)
     for name, (root, sums) in by_root.items():
         declared = _mypy.module_parameters(ctx.api, _mypy.name_type(root))
         if declared is None:
             continue
-        params = _params(declared, here)
-        for problem in check_contract(params, sums, name, f"{func.name}()"):
-            _report(ctx, problem, first.call)
-    return ctx.default_return_type
+        for problem in check_contract(_params(declared, here), sums, name, f"{func.name}()"):
+            if complete or problem.kind != "missing":
+                _report(ctx, problem, anchor)
+
+
+def _all_sums(ctx: Any, func: Any, graph: "FinishingGraph", stack: Tuple[Any, ...]) -> Iterator[Tuple[Optional[Root], Sum]]:
+    """The sums of `func`'s code: its own, and those of the finishing helpers
+    it calls, placed on its own roots (a helper's `block` parameter passed
+    `model.block`: its sums of `block.w` are sums of `model.block.w`); a
+    sum that cannot be placed is yielded with root None."""
+    for site in _mypy.calls_of_function(func):
+        yield from _sums_of(ctx, func, site)
+        callee = _mypy.called_function(site, func)
+        if callee is None or not graph.finishes(callee) or callee in stack or len(stack) > 4:
+            continue
+        bound = _mypy.bound_arguments(site, callee)
+        for root, s in _all_sums(ctx, callee, graph, stack + (func,)):
+            arg = bound.get(root.name) if root is not None else None
+            owner = _module_of(site, arg) if arg is not None else None
+            yield (owner[0], _placed(s, owner[1])) if owner is not None else (None, s)
+
+
+def _placed(s: Sum, prefix: str) -> Sum:
+    """A helper's sum with its paths under the submodule `prefix` of the caller's root."""
+    if not prefix:
+        return s
+    if s.kind == NAMED:
+        paths = tuple(f"{prefix}.{p}" for p in s.params)
+    else:
+        paths = tuple(f"{prefix}.{p}" for p in s.params) or (prefix,)
+    return Sum(s.line, s.axis, s.kind, paths, s.text)
+
+
+def _record_report(ctx: Any, func: Any, sites: List[_mypy.CallSite]) -> None:
+    """The communication report's entries of `func`'s own API sums."""
+    here = getattr(getattr(ctx.api, "tree", None), "fullname", None)
+    for site in sites:
+        if site.fullname not in FINISHING:
+            continue
+        for root, s in _sums_of(ctx, func, site):
+            declared = _mypy.module_parameters(ctx.api, _mypy.name_type(root))
+            if declared is not None:
+                _record_sums(ctx, site, root.name, s, _params(declared, here))
+
+
+class FinishingGraph:
+    """The functions of one module that finish gradients (call the API, or a
+    function of the module that does) and who calls whom among them."""
+
+    def __init__(self, functions: List[Any]) -> None:
+        ours = {id(f) for f in functions}
+        # each function's calls, with the function of the module each runs (or None)
+        self.sites: Dict[int, List[Tuple[_mypy.CallSite, Any]]] = {}
+        for f in functions:
+            found = [(s, _mypy.called_function(s, f)) for s in _mypy.calls_of_function(f)]
+            self.sites[id(f)] = [(s, c if c is not None and id(c) in ours else None) for s, c in found]
+        self.finishing = {id(f) for f in functions if self._reaches(id(f), set())}
+        self.callers: Dict[int, List[Any]] = {}
+        for f in functions:
+            for _, c in self.sites[id(f)] if id(f) in self.finishing else ():
+                if c is not None and id(c) in self.finishing and c is not f:
+                    self.callers.setdefault(id(c), []).append(f)
+
+    def _reaches(self, key: int, seen: set) -> bool:
+        seen.add(key)
+        return any(
+            s.fullname in FINISHING or (c is not None and id(c) not in seen and self._reaches(id(c), seen))
+            for s, c in self.sites.get(key, ())
+        )
+
+    def finishes(self, func: Any) -> bool:
+        """Whether `func` sums gradients (a function of another module: if it calls the API)."""
+        if id(func) in self.sites:
+            return id(func) in self.finishing
+        return any(s.fullname in FINISHING for s in _mypy.calls_of_function(func))
+
+    def roots_of(self, func: Any) -> List[Any]:
+        """The finishing functions no other finishing function of the module
+        calls, among `func` and its callers (transitively)."""
+        out: List[Any] = []
+        todo, seen = [func], set()
+        while todo:
+            f = todo.pop()
+            if id(f) not in seen:
+                seen.add(id(f))
+                callers = self.callers.get(id(f), [])
+                out += [] if callers else [f]
+                todo += callers
+        return out
+
+    def first_finishing_call(self, func: Any) -> Optional[_mypy.Expression]:
+        """`func`'s first API call or call of a finishing function."""
+        for site in _mypy.calls_of_function(func):
+            callee = _mypy.called_function(site, func)
+            if site.fullname in FINISHING or (callee is not None and self.finishes(callee)):
+                return site.call
+        return None
+
+
+_GRAPHS: Dict[int, Tuple[Any, FinishingGraph]] = {}  # checker identity -> (tree, graph): the last one
+
+
+def _graph(api: Any) -> FinishingGraph:
+    tree = getattr(api, "tree", None)
+    key = _mypy.checker_identity(api)
+    held = _GRAPHS.get(key)
+    if held is None or held[0] is not tree:
+        _GRAPHS.clear()
+        held = _GRAPHS[key] = (tree, FinishingGraph(_mypy.module_functions(tree) if tree is not None else []))
+    return held[1]
+
+
+def _record_sums(ctx: Any, site: _mypy.CallSite, root: str, s: Sum, params: List[Param]) -> None:
+    """The communication report's entries of one API sum: one all-reduce per
+    typed parameter it sums (comm_sites.GRADIENT_SYNC)."""
+    op = site.fullname.rsplit(".", 1)[-1]
+    for p in params:
+        if s.covers(p):
+            comm_sites.record_gradient_sum(ctx, site.call, op, s.axis, shown_path(root, p.path))
 
 
 HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {name: guarded(check_finishing, default_return) for name in FINISHING}
-
-
-# -- in-place collectives and live aliases --------------------------------------------
-
-
-def _aliases(func: Any, tensor: str, before: int) -> Dict[str, int]:
-    """name text -> line, for the names sharing `tensor`'s storage at line `before`."""
-    found: Dict[str, int] = {}
-    for stmt in _mypy.assignments(func):
-        if stmt.line >= before:
-            break
-        source = _mypy.alias_source(stmt.rvalue)
-        src = _mypy.expr_text(source) if source is not None else None
-        for lvalue in stmt.lvalues:
-            lv = _mypy.expr_text(lvalue)
-            found.pop(lv, None)
-            if lv == tensor:
-                found = {}  # tensor rebound: earlier aliases are of another tensor
-                if src is not None and src != tensor:
-                    found[src] = stmt.line
-            elif src == tensor:
-                found[lv] = stmt.line
-    return found
-
-
-def live_alias_message(call_name: str, tensor: str, alias: str, bound: int, read: int, axes: str) -> str:
-    over = f" over {axes}" if axes else ""
-    axis = axes.split(",")[0].strip() if axes else "<axis>"
-    return (
-        f"in-place torch.distributed.{call_name} of {tensor}{over} while {alias} (an alias of {tensor}, "
-        f"bound at line {bound}) is read at line {read}: the collective overwrites the storage both names share, "
-        f"so {alias} already holds the sum there (a gradient summed again through it is summed twice). "
-        f"Hint: {tensor} = spmd.all_reduce({tensor}, {axis}, src=P, dst=R)"
-    )
-
-
-def report_live_aliases(ctx: Any, call_name: str, axes: Optional[Tuple[str, ...]]) -> None:
-    """spmd-alias at an in-place raw collective whose tensor another name aliases
-    while that name is read after the call."""
-    func = _mypy.current_function(ctx.api)
-    call = ctx.context
-    if func is None or not getattr(call, "args", None):
-        return
-    tensor = _mypy.expr_text(call.args[0])
-    aliases = _aliases(func, tensor, call.line)
-    if not aliases:
-        return
-    for line, expr in sorted(_mypy.reads_after(func, call.line), key=lambda r: r[0]):
-        text = _mypy.expr_text(expr)
-        if text in aliases:
-            shown = ", ".join(repr(a) for a in axes) if axes else ""
-            msg = live_alias_message(call_name, tensor, text, aliases[text], line, shown)
-            ctx.api.fail(msg, call, code=SPMD_ALIAS)
-            return

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from ..vocab.gradsync import COMPLETE, PENDING, SHARDED, grad_state
+from ..vocab.gradsync import PENDING, grad_state, summed_by_sync_grads
 from ..vocab.spec import Spmd
 from .mesh import AxisArg, resolve_axis
 
@@ -106,9 +106,8 @@ def sync_grads(module: nn.Module, *axes: str) -> None:
             if id(p) in seen:
                 continue
             seen.add(id(p))
-            if grad_state_of(sub, name, p, axis) in (COMPLETE, SHARDED):
-                continue
-            _sum_grad(p, axis)
+            if summed_by_sync_grads(grad_state_of(sub, name, p, axis)):
+                _sum_grad(p, axis)
 
 
 def sync_grads_on_step(optimizer: torch.optim.Optimizer, module: nn.Module, *axes: str) -> Any:

@@ -63,6 +63,13 @@ EVERY: Final = "every"  # a loop over model.parameters(): every parameter
 NAMED: Final = "named"  # spmd.sync_grad(w, axis), a loop over typed parameters
 
 
+def summed_by_sync_grads(state: Optional[str]) -> bool:
+    """Whether `spmd.sync_grads(model, axis)` sums a parameter whose gradient is
+    in `state` on the axis: every one not complete or sharded there (pending,
+    or declaring nothing on the axis, which DDP sums too)."""
+    return state not in (COMPLETE, SHARDED)
+
+
 def grad_state(t: Optional[AxisType]) -> Optional[str]:
     """The state of a parameter's gradient on an axis where it is declared t
     (None: unknown there, or a P parameter, which has no contract)."""
@@ -107,7 +114,7 @@ class Sum:
             return param.path in self.params
         # PENDING_ONLY, EVERY: params names the submodule, if not the root ("layers.*": each layer)
         inside = not self.params or any(param.path.startswith(f"{m}.") for m in self.params)
-        return inside and (self.kind == EVERY or param.state(self.axis) == PENDING)
+        return inside and (self.kind == EVERY or summed_by_sync_grads(param.state(self.axis)))
 
 
 @dataclass(frozen=True)
