@@ -55,6 +55,8 @@ _RUNTIME = {
     "sync_grad": "gradsync",
     "sync_grads": "gradsync",
     "sync_grads_on_step": "gradsync",
+    "sync_grads_in_backward": "gradsync",
+    "no_sync": "gradsync",
 }
 # Pure-Python vocabulary loaded on first use too: the mypy plugin imports this
 # package on every run and never plans a redistribution.
@@ -102,7 +104,7 @@ if TYPE_CHECKING:
     from .runtime.mesh import current_mesh, set_mesh
     from .runtime.simulate import simulate
     from .runtime.trusted import trusted
-    from .runtime.gradsync import sync_grad, sync_grads, sync_grads_on_step, tie
+    from .runtime.gradsync import no_sync, sync_grad, sync_grads, sync_grads_in_backward, sync_grads_on_step, tie
     from .runtime import partitioned
 
 

@@ -1,7 +1,9 @@
 """The gradient-sync contract (vocab/gradsync.py) in the checker.
 
 A function that finishes gradients calls `spmd.sync_grads(model, *axes)`,
-`spmd.sync_grads_on_step(opt, model, *axes)` or `spmd.sync_grad(w, axis)`.
+`spmd.sync_grads_on_step(opt, model, *axes)`, `spmd.sync_grad(w, axis)`
+or installs the sums in backward, DDP-style, with
+`spmd.sync_grads_in_backward(model, *axes)` (read like sync_grads).
 At the first such call of a function, the whole function is read
 (_mypy.calls_of_function) and its sums collected:
 
@@ -25,7 +27,7 @@ aliases) is grad_aliases.py.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ..vocab.gradsync import EVERY, NAMED, PENDING_ONLY, Param, Problem, Sum, check_contract, shown_path
 from ..vocab.spec import Spmd
@@ -39,11 +41,20 @@ _API = "spmd_mypy.runtime.gradsync."
 SYNC_GRADS = _API + "sync_grads"
 SYNC_GRAD = _API + "sync_grad"
 ON_STEP = _API + "sync_grads_on_step"
-FINISHING = (SYNC_GRADS, SYNC_GRAD, ON_STEP)
+IN_BACKWARD = _API + "sync_grads_in_backward"
+FINISHING = (SYNC_GRADS, SYNC_GRAD, ON_STEP, IN_BACKWARD)
 SPMD_ALL_REDUCE = "spmd_mypy.runtime.api.all_reduce"
 RAW_ALL_REDUCE = ("torch.distributed.distributed_c10d.all_reduce", "torch.distributed.all_reduce")
 
-Root = Any  # a NameExpr (mypy's): the module the sums finish
+class Root(NamedTuple):
+    """The module the sums finish, as written (`model`), with its type."""
+
+    name: str
+    type: Optional[_mypy.Type]
+
+
+def _root(expr: Any) -> Root:
+    return Root(expr.name, _mypy.name_type(expr))
 
 
 def _axes(ctx: Any, expr: _mypy.Expression) -> Tuple[str, ...]:
@@ -66,7 +77,7 @@ def _module_of(site: _mypy.CallSite, expr: _mypy.Expression, depth: int = 0) -> 
     root, path = found
     bound = _mypy.loop_binding(site, root.name)
     if bound is None:
-        return root, ".".join(path)
+        return _root(root), ".".join(path)
     outer = _module_of(site, bound[1], depth + 1)
     if outer is None or _mypy.listed_items(bound[1]) is not None:
         return None
@@ -83,7 +94,7 @@ def _targets(site: _mypy.CallSite, expr: _mypy.Expression, depth: int = 0) -> Op
     root, path = found
     bound = _mypy.loop_binding(site, root.name)
     if bound is None:
-        return (root, NAMED, (".".join(path),)) if path else None
+        return (_root(root), NAMED, (".".join(path),)) if path else None
     iterated = bound[1]
     receiver = _mypy.method_call_of(iterated, ("parameters", "named_parameters"))
     if receiver is not None:
@@ -134,14 +145,21 @@ def _grad_owner(func: Any, expr: _mypy.Expression, line: int) -> Optional[_mypy.
     return _strip_grad(source) if source is not None else None
 
 
+def _built_module(ctx: Any, expr: _mypy.Expression) -> Optional[Tuple[Root, str]]:
+    """A module argument that is no name (`spmd.sync_grads_in_backward(Block(h), "dp")`):
+    its text and the type the checker gave it."""
+    typ = _mypy.known_type(ctx.api, expr)
+    return (Root(_mypy.expr_text(expr), typ), "") if typ is not None else None
+
+
 def _sums_of(ctx: Any, func: Any, site: _mypy.CallSite) -> Iterator[Tuple[Root, Sum]]:
     call, name = site.call, site.fullname
     text = _mypy.expr_text(call)
-    if name in (SYNC_GRADS, ON_STEP):
-        at = 0 if name == SYNC_GRADS else 1
+    if name in (SYNC_GRADS, ON_STEP, IN_BACKWARD):
+        at = 1 if name == ON_STEP else 0
         if len(call.args) <= at:
             return
-        owner = _module_of(site, call.args[at])
+        owner = _module_of(site, call.args[at]) or _built_module(ctx, call.args[at])
         if owner is None:
             return
         prefix = (owner[1],) if owner[1] else ()
@@ -226,10 +244,11 @@ def _check_contract_of(ctx: Any, func: Any, graph: "FinishingGraph") -> None:
         by_root.setdefault(root.name, (root, []))[1].append(s)
     here = getattr(getattr(ctx.api, "tree", None), "fullname", None)
     for name, (root, sums) in by_root.items():
-        declared = _mypy.module_parameters(ctx.api, _mypy.name_type(root))
+        declared = _mypy.module_parameters(ctx.api, root.type)
         if declared is None:
             continue
-        for problem in check_contract(_params(declared, here), sums, name, f"{func.name}()"):
+        fix = _fix_in_backward(ctx, func, name)
+        for problem in check_contract(_params(declared, here), sums, name, f"{func.name}()", fix):
             if complete or problem.kind != "missing":
                 _report(ctx, problem, anchor)
 
@@ -251,6 +270,18 @@ def _all_sums(ctx: Any, func: Any, graph: "FinishingGraph", stack: Tuple[Any, ..
             yield (owner[0], _placed(s, owner[1])) if owner is not None else (None, s)
 
 
+def _fix_in_backward(ctx: Any, func: Any, root: str) -> Optional[Callable[[str], str]]:
+    """For finishing code that installs `spmd.sync_grads_in_backward(root, ...)`:
+    the hint of a missing sum adds the axis to that call (a sum written after
+    it, at the installation, would run before any backward)."""
+    for site in _mypy.calls_of_function(func):
+        call = site.call
+        if site.fullname == IN_BACKWARD and call.args and _mypy.expr_text(call.args[0]) == root:
+            text = _mypy.expr_text(call)
+            return lambda axis: f"{text[:-1]}, '{axis}')"
+    return None
+
+
 def _placed(s: Sum, prefix: str) -> Sum:
     """A helper's sum with its paths under the submodule `prefix` of the caller's root."""
     if not prefix:
@@ -269,7 +300,7 @@ def _record_report(ctx: Any, func: Any, sites: List[_mypy.CallSite]) -> None:
         if site.fullname not in FINISHING:
             continue
         for root, s in _sums_of(ctx, func, site):
-            declared = _mypy.module_parameters(ctx.api, _mypy.name_type(root))
+            declared = _mypy.module_parameters(ctx.api, root.type)
             if declared is not None:
                 _record_sums(ctx, site, root.name, s, _params(declared, here))
 

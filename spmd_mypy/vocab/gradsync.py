@@ -33,7 +33,7 @@ read these tables.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Final, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Final, List, Mapping, Optional, Sequence, Tuple
 
 from .localtype import AxisType, local_kind
 from .spec import Spmd
@@ -139,10 +139,14 @@ def contract_axes(params: Sequence[Param], sums: Sequence[Sum]) -> List[str]:
     return sorted(axes)
 
 
-def check_contract(params: Sequence[Param], sums: Sequence[Sum], root: str, where: str) -> List[Problem]:
+def check_contract(
+    params: Sequence[Param], sums: Sequence[Sum], root: str, where: str, fix: Optional[Callable[[str], str]] = None
+) -> List[Problem]:
     """The problems of finishing code `sums` for the parameters of the module
-    written `root` in the code; `where` names the finishing code (messages).
-    A sum that is wrong for several parameters is one problem naming them all."""
+    written `root` in the code; `where` names the finishing code (messages);
+    `fix(axis)`, if given, is the call a missing sum's hint names (else the
+    sum of the one parameter, `sum_call`).  A sum that is wrong for several
+    parameters is one problem naming them all."""
     out: List[Problem] = []
     for axis in contract_axes(params, sums):
         extra: Dict[Tuple[str, int], List[Param]] = {}  # (kind, line) -> parameters
@@ -151,7 +155,8 @@ def check_contract(params: Sequence[Param], sums: Sequence[Sum], root: str, wher
             state = p.state(axis)
             hits = [s for s in sums if s.axis == axis and s.covers(p)]
             if state == PENDING and not hits:
-                out.append(Problem("missing", p, axis, None, missing_message(p, axis, root, where)))
+                hint = fix(axis) if fix is not None else sum_call(root, p.path, axis)
+                out.append(Problem("missing", p, axis, None, missing_message(p, axis, root, where, hint)))
             elif state == PENDING and len(hits) > 1:
                 extra.setdefault(("twice", hits[1].line), []).append(p)
                 firsts[("twice", hits[1].line)] = hits[0]
@@ -168,7 +173,7 @@ def check_contract(params: Sequence[Param], sums: Sequence[Sum], root: str, wher
     return out
 
 
-def missing_message(p: Param, axis: str, root: str, where: str) -> str:
+def missing_message(p: Param, axis: str, root: str, where: str, hint: str) -> str:
     why = (
         f"it is tied over '{axis}', so each copy's backward leaves only its own stage's addend"
         if axis in p.tied
@@ -177,7 +182,7 @@ def missing_message(p: Param, axis: str, root: str, where: str) -> str:
     return (
         f"gradient of {shown_path(root, p.path)} ({p.declared(axis)}) is never summed over '{axis}' by "
         f"{where}: {why}, and the ranks step with different partial gradients. "
-        f"Hint: {sum_call(root, p.path, axis)}"
+        f"Hint: {hint}"
     )
 
 

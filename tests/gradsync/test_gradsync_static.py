@@ -31,5 +31,5 @@ def test_buggy_finishing_reported_fixed_clean() -> None:
             got.add((int(m.group("line")), m.group("code")))
     lines = PROGRAMS.read_text().splitlines()
     marked = {(i, "spmd-gradsync") for i, t in enumerate(lines, 1) if "# expect: spmd-gradsync" in t}
-    assert len(marked) == 7
+    assert len(marked) == 8
     assert got == marked, out.stdout
