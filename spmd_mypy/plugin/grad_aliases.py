@@ -20,23 +20,28 @@ __all__ = ["report_live_aliases", "live_alias_message"]
 
 
 def _aliases(func: Any, tensor: str, before: int) -> Dict[str, int]:
-    """name text -> line, for the names sharing `tensor`'s storage at line `before`."""
-    found: Dict[str, int] = {}
-    for stmt in _mypy.assignments(func):
+    """name text -> line, for the names sharing `tensor`'s storage at line
+    `before`: bound from it, or it from them, through any chain of
+    assignments (`a = w.grad; b = a`: b, a and w.grad share one storage); the
+    line is where the name joined that storage."""
+    storage: Dict[str, int] = {}  # name -> storage id
+    joined: Dict[str, int] = {}
+    for k, stmt in enumerate(_mypy.assignments(func)):
         if stmt.line >= before:
             break
         source = _mypy.alias_source(stmt.rvalue)
         src = _mypy.expr_text(source) if source is not None else None
         for lvalue in stmt.lvalues:
             lv = _mypy.expr_text(lvalue)
-            found.pop(lv, None)
-            if lv == tensor:
-                found = {}  # tensor rebound: earlier aliases are of another tensor
-                if src is not None and src != tensor:
-                    found[src] = stmt.line
-            elif src == tensor:
-                found[lv] = stmt.line
-    return found
+            if src is None or src == lv:
+                storage[lv] = -1 - k  # a new storage (or the same one, `x = x.view(...)`)
+                joined[lv] = stmt.line
+                continue
+            if src not in storage:
+                storage[src], joined[src] = k, stmt.line
+            storage[lv], joined[lv] = storage[src], stmt.line
+    target = storage.get(tensor)
+    return {n: joined[n] for n, sid in storage.items() if sid == target and n != tensor} if target is not None else {}
 
 
 def live_alias_message(call_name: str, tensor: str, alias: str, bound: int, read: int, axes: str) -> str:

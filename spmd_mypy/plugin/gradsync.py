@@ -130,19 +130,22 @@ def _strip_grad(expr: Any) -> Optional[_mypy.Expression]:
     return None
 
 
-def _grad_owner(func: Any, expr: _mypy.Expression, line: int) -> Optional[_mypy.Expression]:
+def _grad_owner(func: Any, expr: _mypy.Expression, line: int, depth: int = 0) -> Optional[_mypy.Expression]:
     """The parameter whose gradient `expr` is: `w` for `w.grad`, or for a
-    name bound to `w.grad` (or a view of it) before `line`."""
+    name bound to `w.grad` (or a view of it) before `line`, through any chain
+    of such bindings (`g = w.grad; h = g`)."""
     direct = _strip_grad(expr)
-    if direct is not None:
+    if direct is not None or depth > 8:
         return direct
     text = _mypy.expr_text(expr)
     bound = None
     for stmt in _mypy.assignments(func):
         if stmt.line < line and any(_mypy.expr_text(lv) == text for lv in stmt.lvalues):
-            bound = stmt.rvalue  # the last binding before the call
-    source = _mypy.alias_source(bound) if bound is not None else None
-    return _strip_grad(source) if source is not None else None
+            bound = stmt  # the last binding before the call
+    source = _mypy.alias_source(bound.rvalue) if bound is not None else None
+    if source is None or _mypy.expr_text(source) == text:
+        return None
+    return _grad_owner(func, source, bound.line, depth + 1)
 
 
 def _built_module(ctx: Any, expr: _mypy.Expression) -> Optional[Tuple[Root, str]]:

@@ -193,6 +193,8 @@ def shown_path(root: str, path: str) -> str:
 
 def sum_call(root: str, path: str, axis: str) -> str:
     """The call that sums one parameter's gradient over `axis` (a loop over a module list's elements)."""
+    if path.startswith("*."):  # each element of a list of model chunks
+        return f"for chunk in {root}: {sum_call('chunk', path[2:], axis)}"
     head, star, tail = path.partition(".*.")
     if not star:
         return f"spmd.sync_grad({root}.{path}, '{axis}')"

@@ -238,11 +238,23 @@ def module_parameters(api: Any, typ: Optional[Type], depth: int = 4) -> Optional
     list built in `__init__` from one class as `name.*`); None if typ is no
     module."""
     inst = module_class(typ)
+    prefix = ""
+    if inst is None:  # a list of model chunks (`model: List[GPTStage]`): each element's, as `*.`
+        inst, prefix = chunk_class(typ), "*."
     if inst is None:
         return None
     out: List[DeclaredParam] = []
-    _collect(api, inst.type, "", depth, out, set())
+    _collect(api, inst.type, prefix, depth, out, set())
     return out
+
+
+def chunk_class(typ: Optional[Type]) -> Optional[Instance]:
+    """M of a sequence of modules `List[M]` / `Sequence[M]` / `Tuple[M, ...]`
+    (Megatron's list of model chunks), else None."""
+    p = get_proper_type(without_none(typ)) if typ is not None else None
+    if isinstance(p, Instance) and len(p.args) == 1 and p.type.has_base("typing.Sequence"):
+        return module_class(p.args[0])
+    return None
 
 
 def _init_of(info: TypeInfo) -> Optional[FuncDef]:
