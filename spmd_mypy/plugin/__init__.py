@@ -32,6 +32,8 @@ of times per run):
   spmd.sync_grads & co.   gradsync.HOOKS          (the gradient-sync contract of the finishing
                                                   function; in-place collectives and live aliases)
   spmd.assert_like        layout_vars.HOOKS       (a flag-dependent Union tied to a witness)
+  @spmd.configurations    configurations.*        (each configuration checked; its flags read
+                                                  as Literals there, its errors named)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
@@ -56,6 +58,7 @@ from . import (
     _mypy,
     comms,
     config,
+    configurations,
     declared,
     dtensor,
     global_mode,
@@ -113,7 +116,8 @@ def _function_hook(fullname: str) -> Optional[Hook]:
             return ops.op_hook(name, namespace, False, global_mode.refine_op) if "." not in name else None
     if fullname.startswith(_DISTRIBUTED_PREFIX):
         return raw_collectives.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
-    return _argument_hook(fullname) if _user_code(fullname) else None
+    hook = _argument_hook(fullname) if _user_code(fullname) else None
+    return configurations.flag_function(fullname.rpartition(".")[2], hook) if configurations.is_flag(fullname) else hook
 
 
 def _method_hook(fullname: str) -> Optional[Hook]:
@@ -155,7 +159,7 @@ def _signature_hook(fullname: str) -> Optional[Hook]:
 
 def _argument_hook(fullname: str) -> Hook:
     hook = global_mode.exact_arguments(relation.argument_hook(fullname.rsplit(".", 1)[-1]))
-    return guarded(untyped_regions.watch_function(hook, _declares_spmd), default_return)
+    return guarded(configurations.narrow_result(untyped_regions.watch_function(hook, _declares_spmd)), default_return)
 
 
 def _declares_spmd(ctx: Any) -> bool:
@@ -164,7 +168,9 @@ def _declares_spmd(ctx: Any) -> bool:
 
 # Typed tensors entering unannotated code: reported with report_untyped = true.
 _MODULE_CALL = guarded(
-    untyped_regions.watch_forward(modules.module_call_hook, _mypy.forward_signature, "the module", False),
+    configurations.narrow_result(
+        untyped_regions.watch_forward(modules.module_call_hook, _mypy.forward_signature, "the module", False)
+    ),
     default_return,
 )
 _FUNCTION_APPLY = guarded(
@@ -186,7 +192,8 @@ def _attribute_hook(fullname: str) -> Optional[Hook]:
             if hook is not None and name in TRANSPOSED_ATTRIBUTES:
                 return global_mode.transposed_attribute(name, hook)
             return hook
-    return parameters.write_hook(fullname.rpartition(".")[2]) if _user_code(fullname) else None
+    hook = parameters.write_hook(fullname.rpartition(".")[2]) if _user_code(fullname) else None
+    return configurations.flag_attribute(fullname.rpartition(".")[2], hook) if configurations.is_flag(fullname) else hook
 
 
 def _disjoint(*tables: Dict[str, Hook]) -> Dict[str, Optional[Hook]]:
@@ -258,6 +265,7 @@ class SpmdPlugin(_mypy.Plugin):
                 untyped.HOOKS,
                 raw_collectives.HOOKS,
                 gradsync.HOOKS,
+                configurations.HOOKS,
                 megatron.HOOKS,
                 modules.function_hooks(_argument_hook),
                 group_calls,
@@ -271,7 +279,18 @@ class SpmdPlugin(_mypy.Plugin):
         self._signatures = _Hooks(_signature_hook)
         self._attributes = _Hooks(_attribute_hook, _disjoint(dict(modules.ATTRIBUTE_HOOKS), dict(group_attributes)))
         group_hook = guarded(functools.partial(groups.analyze_group, settings=settings), _mypy.plain_group_in_analyzer)
-        self._types = _Hooks(self._type_hook, {_mypy.TENSOR: self._tensor_hook, _mypy.PROCESS_GROUP: group_hook})
+        self._types = _Hooks(
+            self._type_hook,
+            {
+                _mypy.TENSOR: self._tensor_hook,
+                _mypy.PROCESS_GROUP: group_hook,
+                _mypy.CONFIGURATION_MARKER_TYPE: guarded(configurations.type_hook, _mypy.default_type),
+            },
+        )
+        # a flag declared by @spmd.configurations: hooks already built for its name wrapped
+        _mypy.on_new_flag(configurations.with_flags(self._functions, configurations.flag_function))
+        _mypy.on_new_flag(configurations.with_flags(self._methods, configurations.flag_function))
+        _mypy.on_new_flag(configurations.with_flags(self._attributes, configurations.flag_attribute))
         # mypy's lookups go straight to each table's C-level __getitem__ (see
         # _Hooks); the methods of the same names below answer the same.
         for method, table in (
