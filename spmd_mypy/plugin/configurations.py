@@ -54,7 +54,14 @@ def _marker(ctx: Any) -> Any:
         )
         return ctx.default_return_type
     found = _mypy.current_configuration(ctx.api)
-    if found is None:
+    if found is None:  # no copy per configuration: a function without annotations
+        _mypy.fail(
+            ctx.api,
+            "spmd.configurations: the function has no annotations, so mypy does not check it per configuration; "
+            "annotate its parameters and return",
+            ctx.context,
+            SPMD_ARG,
+        )
         return ctx.default_return_type
     config, copy = found
     _mypy.restore_parameters(ctx.api)

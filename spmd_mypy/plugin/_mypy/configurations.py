@@ -232,10 +232,14 @@ def configuration_variable(sem: Any) -> Type:
 
 
 def declared_in(api: Any) -> Optional[Declared]:
-    """The declaration of the function being checked, if configured."""
+    """The declaration of the configured function being checked, or of the
+    one a function being checked is nested in; None if neither."""
     scope = getattr(api, "scope", None)
-    fn = scope.current_function() if scope is not None else None
-    return _DECLARED.get(id(fn)) if fn is not None else None
+    for node in reversed(getattr(scope, "stack", None) or ()):
+        found = _DECLARED.get(id(node))
+        if found is not None:
+            return found
+    return None
 
 
 def current(api: Any) -> Optional[Tuple[Configuration, Any]]:
