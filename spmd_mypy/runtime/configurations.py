@@ -6,6 +6,9 @@
     @spmd.configurations(get_tensor_model_parallel_world_size=spmd.axis_size("tp", 1, 4))
     def reduce_from_tensor_parallel_region(x): ...
 
+    @spmd.configurations(ep_enabled=spmd.axis_enabled("ep"))
+    class MoE(nn.Module): ...
+
 A declaration for the checker (plugin/configurations.py checks each body
 once per configuration); at run time the decorator returns what it decorates,
 with the declaration kept in `__spmd_configurations__` for tools to read."""
@@ -14,13 +17,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Tuple, TypeVar
 
-__all__ = ["configurations", "axis_size", "AxisSize"]
+__all__ = ["configurations", "axis_size", "axis_enabled", "AxisSize"]
 
 T = TypeVar("T")
 
 
 class AxisSize(Tuple[int, ...]):
-    """The sizes a flag standing for a mesh axis's size takes (spmd.axis_size)."""
+    """The values of a flag that stands for a mesh axis: its sizes
+    (spmd.axis_size) or whether it is used (spmd.axis_enabled)."""
 
     axis: str
 
@@ -31,6 +35,14 @@ def axis_size(axis: str, *sizes: int) -> AxisSize:
     if not sizes or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in sizes):
         raise ValueError(f"spmd.axis_size({axis!r}, ...): the sizes are positive ints")
     out = AxisSize(sizes)
+    out.axis = axis
+    return out
+
+
+def axis_enabled(axis: str) -> AxisSize:
+    """A flag that says whether `axis` is used (torchtitan's tp_enabled,
+    ep_enabled): True or False; False makes the axis trivial there."""
+    out = AxisSize((True, False))
     out.axis = axis
     return out
 

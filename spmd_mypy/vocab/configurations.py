@@ -6,8 +6,10 @@
 declares two configurations, `sequence_parallel=True` and
 `sequence_parallel=False`; several flags give every combination of their
 values (a class's flags, then its method's).  A flag may stand for the size
-of a mesh axis (`world_size=spmd.axis_size("tp", 1, 4)`): in a configuration
-where the axis has one rank, the axis is trivial -- V, P, R and I are one
+of a mesh axis (`world_size=spmd.axis_size("tp", 1, 4)`) or for whether it
+is used at all (`tp_enabled=spmd.axis_enabled("tp")`, True or False): in a
+configuration where the axis has one rank (size 1, or disabled), the axis is
+trivial -- V, P, R and I are one
 value there (a sum, a gather, a slice over one rank is the value itself, in
 forward and in backward), so no error on that axis alone can occur at run
 time and none is reported.
@@ -70,9 +72,14 @@ def configurations(flags: Sequence[Flag]) -> List[Configuration]:
             raise DeclarationError(f"flag {flag.name!r} declares a value twice")
     out = []
     for values in itertools.product(*(f.values for f in flags)):
-        trivial = frozenset(f.axis for f, v in zip(flags, values) if f.axis is not None and v == 1)
+        trivial = frozenset(f.axis for f, v in zip(flags, values) if f.axis is not None and one_rank(v))
         out.append(Configuration(tuple((f.name, v) for f, v in zip(flags, values)), trivial))
     return out
+
+
+def one_rank(value: Value) -> bool:
+    """An axis flag's value that leaves the axis one rank: size 1, or disabled."""
+    return value is False or (type(value) is int and value == 1)
 
 
 MAX_CONFIGURATIONS = 64  # beyond this, the declaration is an error: split the flags

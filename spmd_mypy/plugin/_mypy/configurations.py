@@ -141,7 +141,12 @@ def _flag(name: Optional[str], value: Expression, ties: Dict[Tuple[str, str], Ex
             ties[(name, repr(keys[-1]))] = spec
         return Flag(name, tuple(keys))
     callee = value.callee if isinstance(value, CallExpr) else None
-    if isinstance(value, CallExpr) and isinstance(callee, (NameExpr, MemberExpr)) and callee.name == "axis_size":
+    called = callee.name if isinstance(callee, (NameExpr, MemberExpr)) else None
+    if isinstance(value, CallExpr) and called == "axis_enabled":
+        if len(value.args) != 1 or not isinstance(value.args[0], StrExpr):
+            raise DeclarationError(f"{name}=spmd.axis_enabled(\"ep\"): the axis the flag turns on")
+        return Flag(name, (True, False), value.args[0].value)
+    if isinstance(value, CallExpr) and called == "axis_size":
         if not value.args or not isinstance(value.args[0], StrExpr) or len(value.args) < 2:
             raise DeclarationError(f"{name}=spmd.axis_size(\"tp\", 1, 4): the axis, then the sizes")
         sizes = tuple(_literal(v) for v in value.args[1:])
