@@ -116,8 +116,7 @@ def _function_hook(fullname: str) -> Optional[Hook]:
             return ops.op_hook(name, namespace, False, global_mode.refine_op) if "." not in name else None
     if fullname.startswith(_DISTRIBUTED_PREFIX):
         return raw_collectives.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
-    hook = _argument_hook(fullname) if _user_code(fullname) else None
-    return configurations.flag_function(fullname.rpartition(".")[2], hook) if configurations.is_flag(fullname) else hook
+    return _argument_hook(fullname) if _user_code(fullname) else None
 
 
 def _method_hook(fullname: str) -> Optional[Hook]:
@@ -192,8 +191,7 @@ def _attribute_hook(fullname: str) -> Optional[Hook]:
             if hook is not None and name in TRANSPOSED_ATTRIBUTES:
                 return global_mode.transposed_attribute(name, hook)
             return hook
-    hook = parameters.write_hook(fullname.rpartition(".")[2]) if _user_code(fullname) else None
-    return configurations.flag_attribute(fullname.rpartition(".")[2], hook) if configurations.is_flag(fullname) else hook
+    return parameters.write_hook(fullname.rpartition(".")[2]) if _user_code(fullname) else None
 
 
 def _disjoint(*tables: Dict[str, Hook]) -> Dict[str, Optional[Hook]]:
@@ -250,7 +248,7 @@ class SpmdPlugin(_mypy.Plugin):
         # passed in where a table is built.
         group_calls, group_attributes = groups.hooks(settings)  # the `groups` setting
         self._functions = _Hooks(
-            _function_hook,
+            configurations.with_flag(_function_hook, configurations.flag_function),
             _disjoint(
                 comms.hooks(partitioned.collective_refine(global_mode.refine_collective), global_mode.spec_redistribute),
                 partitioned.HOOKS,
@@ -273,11 +271,11 @@ class SpmdPlugin(_mypy.Plugin):
         )
         # megatron-core's layer calls; calls of the `groups` setting's getters
         self._methods = _Hooks(
-            _method_hook,
+            configurations.with_flag(_method_hook, configurations.flag_function),
             _disjoint(dict(megatron.HOOKS), dict(group_calls), spmd_types_regions.METHOD_HOOKS, dtensor.METHOD_HOOKS),
         )
         self._signatures = _Hooks(_signature_hook)
-        self._attributes = _Hooks(_attribute_hook, _disjoint(dict(modules.ATTRIBUTE_HOOKS), dict(group_attributes)))
+        self._attributes = _Hooks(configurations.with_flag(_attribute_hook, configurations.flag_attribute), _disjoint(dict(modules.ATTRIBUTE_HOOKS), dict(group_attributes)))
         group_hook = guarded(functools.partial(groups.analyze_group, settings=settings), _mypy.plain_group_in_analyzer)
         self._types = _Hooks(
             self._type_hook,

@@ -197,8 +197,17 @@ def with_flags(tables: Dict[str, Any], wrap: Callable[[str, Optional[Hook]], Hoo
     return listener
 
 
-def is_flag(fullname: str) -> bool:
-    return fullname.rpartition(".")[2] in _mypy.FLAG_NAMES
+def with_flag(build: Callable[[str], Any], wrap: Callable[[str, Optional[Hook]], Hook]) -> Callable[[str], Any]:
+    """A hook table's builder whose hook for a declared flag's name is wrapped."""
+
+    def built(fullname: str) -> Any:
+        hook = build(fullname)
+        name = fullname.rpartition(".")[2]
+        if name not in _mypy.FLAG_NAMES or not (hook is None or callable(hook)):
+            return hook  # not a flag, or the builder's "ask again"
+        return wrap(name, hook)
+
+    return built
 
 
 HOOKS: Dict[str, Hook] = {_mypy.CONFIGURATION_MARKER_CALL: guarded(_marker, default_return)}
