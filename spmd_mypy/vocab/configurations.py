@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
+from typing import FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 Value = object  # bool, int, str or None: what a flag reads as in one configuration
 
@@ -57,6 +57,9 @@ class DeclarationError(Exception):
     """A declaration the checker cannot read (the message says how to write it)."""
 
 
+MAX_CONFIGURATIONS = 64  # beyond this, the declaration is an error: split the flags
+
+
 def merge(outer: Sequence[Flag], inner: Sequence[Flag]) -> List[Flag]:
     """A class's flags, then its method's (a method's flag replaces the class's)."""
     names = {f.name for f in inner}
@@ -70,6 +73,11 @@ def configurations(flags: Sequence[Flag]) -> List[Configuration]:
             raise DeclarationError(f"flag {flag.name!r} declares no value")
         if len(set(map(repr, flag.values))) != len(flag.values):
             raise DeclarationError(f"flag {flag.name!r} declares a value twice")
+    count = 1
+    for flag in flags:
+        count *= len(flag.values)
+    if count > MAX_CONFIGURATIONS:
+        raise DeclarationError(f"{count} configurations (at most {MAX_CONFIGURATIONS}): declare fewer flags per function")
     out = []
     for values in itertools.product(*(f.values for f in flags)):
         trivial = frozenset(f.axis for f, v in zip(flags, values) if f.axis is not None and one_rank(v))
@@ -82,9 +90,10 @@ def one_rank(value: Value) -> bool:
     return value is False or (type(value) is int and value == 1)
 
 
-MAX_CONFIGURATIONS = 64  # beyond this, the declaration is an error: split the flags
 
 _PREFIX = "in configuration "
+_HINT = ". Hint: "
+_HINT_SHARED = " (behind a branch on the flag if other configurations run this line)"
 
 _AXES = re.compile(r"axis '([^']+)'|over '([^']+)'|axes '([^']+)'")
 
@@ -101,16 +110,16 @@ def named_axes(message: str) -> FrozenSet[str]:
 
 def in_configuration(message: str, config: Configuration) -> Optional[str]:
     """The message of an error found while checking `config`: prefixed with
-    its label; None when every axis it names has one rank there (the error
-    cannot happen).  Idempotent."""
+    its label, its hint said to hold in that configuration; None when every
+    axis it names has one rank there (the error cannot happen).  Idempotent."""
     if message.startswith(_PREFIX):
         return message
     axes = named_axes(message)
     if axes and axes <= config.trivial_axes:
         return None
+    head, found, hint = message.partition(_HINT)
+    if found and hint.startswith(("spmd.", "in the branch")):
+        # A fix found in one configuration may break another that runs the same line.
+        message = f"{head}{_HINT}where {config.label}: {hint}{_HINT_SHARED}"
     return f"{_PREFIX}{config.label}: {message}"
-
-
-def by_label(configs: Sequence[Configuration]) -> Dict[str, Configuration]:
-    return {c.label: c for c in configs}
 

@@ -39,7 +39,10 @@ def test_method_flag_replaces_class_flag() -> None:
     assert [(f.name, f.values) for f in flags] == [("ep", (True,)), ("sp", (False,))]
 
 
-@pytest.mark.parametrize("flags", [[Flag("sp", ())], [Flag("sp", (True, True))]])
+@pytest.mark.parametrize(
+    "flags",
+    [[Flag("sp", ())], [Flag("sp", (True, True))], [Flag(f"f{i}", tuple(range(10))) for i in range(12)]],
+)
 def test_unreadable_declarations(flags: list) -> None:
     with pytest.raises(DeclarationError):
         configurations(flags)
@@ -55,3 +58,13 @@ def test_messages_named_or_dropped_on_one_rank_axes() -> None:
     assert in_configuration("no axis named", config) == "in configuration world_size=1: no axis named"
     named = in_configuration(both, config)
     assert named is not None and in_configuration(named, config) == named
+
+
+def test_hint_said_to_hold_in_its_configuration() -> None:
+    config = Configuration((("sequence_parallel", True),), frozenset())
+    message = "'*' on axis 'tp' (normed is V, w is I): ... Hint: spmd.convert(w, 'tp', src=I, dst=R)"
+    assert in_configuration(message, config) == (
+        "in configuration sequence_parallel=True: '*' on axis 'tp' (normed is V, w is I): ... "
+        "Hint: where sequence_parallel=True: spmd.convert(w, 'tp', src=I, dst=R)"
+        " (behind a branch on the flag if other configurations run this line)"
+    )

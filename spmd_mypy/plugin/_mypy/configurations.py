@@ -45,7 +45,6 @@ from mypy.server.subexpr import get_subexpressions
 from mypy.types import AnyType, CallableType, LiteralType, NoneType, Type, TypeOfAny, TypeVarId, TypeVarType, UnboundType
 
 from ...vocab.configurations import (
-    MAX_CONFIGURATIONS,
     Configuration,
     DeclarationError,
     Flag,
@@ -77,10 +76,6 @@ class Declared:
             for call in calls:
                 flags = merge(flags, [_flag(name, value, self.ties) for name, value in zip(call.arg_names, call.args)])
             self.configs = configurations(flags)
-            if len(self.configs) > MAX_CONFIGURATIONS:
-                raise DeclarationError(
-                    f"{len(self.configs)} configurations (at most {MAX_CONFIGURATIONS}): declare fewer flags per function"
-                )
         except DeclarationError as exc:
             self.error = str(exc)
 
