@@ -57,6 +57,9 @@ _RUNTIME = {
     "sync_grads_on_step": "gradsync",
     "sync_grads_in_backward": "gradsync",
     "no_sync": "gradsync",
+    "configurations": "configurations",
+    "axis_size": "configurations",
+    "axis_enabled": "configurations",
 }
 # Pure-Python vocabulary loaded on first use too: the mypy plugin imports this
 # package on every run and never plans a redistribution.
@@ -105,6 +108,7 @@ if TYPE_CHECKING:
     from .runtime.simulate import simulate
     from .runtime.trusted import trusted
     from .runtime.gradsync import no_sync, sync_grad, sync_grads, sync_grads_in_backward, sync_grads_on_step, tie
+    from .runtime.configurations import axis_enabled, axis_size, configurations
     from .runtime import partitioned
 
 

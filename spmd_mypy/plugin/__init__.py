@@ -32,6 +32,8 @@ of times per run):
   spmd.sync_grads & co.   gradsync.HOOKS          (the gradient-sync contract of the finishing
                                                   function; in-place collectives and live aliases)
   spmd.assert_like        layout_vars.HOOKS       (a flag-dependent Union tied to a witness)
+  @spmd.configurations    configurations.*        (each configuration checked; its flags read
+                                                  as Literals there, its errors named)
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
@@ -56,6 +58,7 @@ from . import (
     _mypy,
     comms,
     config,
+    configurations,
     declared,
     dtensor,
     global_mode,
@@ -155,7 +158,7 @@ def _signature_hook(fullname: str) -> Optional[Hook]:
 
 def _argument_hook(fullname: str) -> Hook:
     hook = global_mode.exact_arguments(relation.argument_hook(fullname.rsplit(".", 1)[-1]))
-    return guarded(untyped_regions.watch_function(hook, _declares_spmd), default_return)
+    return guarded(configurations.narrow_result(untyped_regions.watch_function(hook, _declares_spmd)), default_return)
 
 
 def _declares_spmd(ctx: Any) -> bool:
@@ -164,7 +167,9 @@ def _declares_spmd(ctx: Any) -> bool:
 
 # Typed tensors entering unannotated code: reported with report_untyped = true.
 _MODULE_CALL = guarded(
-    untyped_regions.watch_forward(modules.module_call_hook, _mypy.forward_signature, "the module", False),
+    configurations.narrow_result(
+        untyped_regions.watch_forward(modules.module_call_hook, _mypy.forward_signature, "the module", False)
+    ),
     default_return,
 )
 _FUNCTION_APPLY = guarded(
@@ -243,7 +248,7 @@ class SpmdPlugin(_mypy.Plugin):
         # passed in where a table is built.
         group_calls, group_attributes = groups.hooks(settings)  # the `groups` setting
         self._functions = _Hooks(
-            _function_hook,
+            configurations.with_flag(_function_hook, configurations.flag_function),
             _disjoint(
                 comms.hooks(partitioned.collective_refine(global_mode.refine_collective), global_mode.spec_redistribute),
                 partitioned.HOOKS,
@@ -258,6 +263,7 @@ class SpmdPlugin(_mypy.Plugin):
                 untyped.HOOKS,
                 raw_collectives.HOOKS,
                 gradsync.HOOKS,
+                configurations.HOOKS,
                 megatron.HOOKS,
                 modules.function_hooks(_argument_hook),
                 group_calls,
@@ -265,13 +271,24 @@ class SpmdPlugin(_mypy.Plugin):
         )
         # megatron-core's layer calls; calls of the `groups` setting's getters
         self._methods = _Hooks(
-            _method_hook,
+            configurations.with_flag(_method_hook, configurations.flag_function),
             _disjoint(dict(megatron.HOOKS), dict(group_calls), spmd_types_regions.METHOD_HOOKS, dtensor.METHOD_HOOKS),
         )
         self._signatures = _Hooks(_signature_hook)
-        self._attributes = _Hooks(_attribute_hook, _disjoint(dict(modules.ATTRIBUTE_HOOKS), dict(group_attributes)))
+        self._attributes = _Hooks(configurations.with_flag(_attribute_hook, configurations.flag_attribute), _disjoint(dict(modules.ATTRIBUTE_HOOKS), dict(group_attributes)))
         group_hook = guarded(functools.partial(groups.analyze_group, settings=settings), _mypy.plain_group_in_analyzer)
-        self._types = _Hooks(self._type_hook, {_mypy.TENSOR: self._tensor_hook, _mypy.PROCESS_GROUP: group_hook})
+        self._types = _Hooks(
+            self._type_hook,
+            {
+                _mypy.TENSOR: self._tensor_hook,
+                _mypy.PROCESS_GROUP: group_hook,
+                _mypy.CONFIGURATION_MARKER_TYPE: guarded(configurations.type_hook, _mypy.default_type),
+            },
+        )
+        # a flag declared by @spmd.configurations: hooks already built for its name wrapped
+        _mypy.on_new_flag(configurations.with_flags(self._functions, configurations.flag_function))
+        _mypy.on_new_flag(configurations.with_flags(self._methods, configurations.flag_function))
+        _mypy.on_new_flag(configurations.with_flags(self._attributes, configurations.flag_attribute))
         # mypy's lookups go straight to each table's C-level __getitem__ (see
         # _Hooks); the methods of the same names below answer the same.
         for method, table in (

@@ -11,7 +11,9 @@ fallback anywhere in it is a failing test.
 `guarded` is also where messages take the user's vocabulary (`vocabulary =
 jax` in [spmd_mypy]: Reduced/Unreduced/Invariant/Varying for R/P/I/V):
 the spmd-* errors a hook reported are reworded when it returns
-(vocab/aliases.py has the words, _mypy/reword.py the rewriting).
+(vocab/aliases.py has the words, _mypy/reword.py the rewriting).  It is also
+where an error found while checking one configuration of a configured
+function gets that configuration's name (plugin/configurations.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 from typing import Any, Callable, List, Optional, TypeVar
 
 from ..vocab.aliases import DEFAULT_VOCABULARY, reword
+from ..vocab.configurations import in_configuration
 from . import _mypy
 from .errors import ALL, SPMD_INTERNAL
 
@@ -58,7 +61,9 @@ def guarded(fn: Hook[T], fallback: Hook[T]) -> Hook[T]:
 
     def hook(ctx: Any) -> T:
         vocabulary = _VOCABULARY[0]
-        mark = None if vocabulary is None else _mypy.error_mark(getattr(ctx, "api", None))
+        configured = bool(_mypy.FLAG_NAMES)  # a configured function exists
+        api = getattr(ctx, "api", None)
+        mark = None if vocabulary is None and not configured else _mypy.error_mark(api)
         try:
             return fn(ctx)
         except Exception as exc:
@@ -69,8 +74,20 @@ def guarded(fn: Hook[T], fallback: Hook[T]) -> Hook[T]:
         finally:
             if vocabulary is not None:
                 _mypy.reword_since(mark, _CODES, _reworded(vocabulary))
+            if configured:
+                _name_configuration(api, mark)
 
     return hook
+
+
+def _name_configuration(api: Any, mark: Any) -> None:
+    """The errors a hook reported while a configured function is checked for
+    one configuration: each names it, or goes when the configuration gives
+    every axis it names one rank (plugin/configurations.py)."""
+    found = _mypy.current_configuration(api) if mark is not None else None
+    if found is not None:
+        config, copy = found
+        _mypy.configure_since(mark, _CODES, lambda message: in_configuration(message, config), copy)
 
 
 def skipped_text(fn: Any, exc: BaseException) -> str:

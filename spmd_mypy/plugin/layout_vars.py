@@ -24,7 +24,9 @@ choice with `spmd.assert_like(out, h)`: out narrowed to the alternatives
 that fit h's type; and `spmd.assert_spmd(h, Spmd(...))` on a parameter typed
 by the variable, asserting another of its values, makes the rest of the
 branch unreachable for that choice (comms.py): `if mode is X:` / `if flag:`
-branches are written with it.
+branches are written with it.  `@spmd.configurations` (configurations.py)
+adds a variable of configurations to a function the same way, and prunes the
+choices of these variables a configuration's tied layouts exclude.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   signatures      signatures built from declared types (spmd.trusted)
   group_types     process groups that stand for mesh axes (AxisGroup[Literal[...]])
   typevars        type variables with values: layouts that follow a configuration
+  configurations  each configured function checked once per configuration
   reword          messages in the user's vocabulary (rewording what a hook reported)
   grad_sites      the gradient-sync contract on the tree: a function's calls and loops,
                   a module class's declared parameters and ties, aliases of a name
@@ -208,6 +209,22 @@ from .grad_sites import (
 from .raw_writes import RAW_WRITE, call_argument, raw_write_call
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
 from .wrap_untyped import wrap_untyped_calls
+from .configurations import (
+    FLAG_NAMES,
+    MARKER_CALL as CONFIGURATION_MARKER_CALL,
+    MARKER_TYPE as CONFIGURATION_MARKER_TYPE,
+    configuration_variable,
+    configure_since,
+    current as current_configuration,
+    declared_in as configuration_declared,
+    declared_parameter,
+    literal_of,
+    on_new_flag,
+    parameter_types,
+    return_type,
+    set_parameter_types,
+    set_return_type,
+)
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
 from .writes import branches, first_argument, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
@@ -420,4 +437,19 @@ __all__ = [
     "never",
     "restore_parameters",
     "value_variable",
+    # configurations
+    "FLAG_NAMES",
+    "CONFIGURATION_MARKER_CALL",
+    "CONFIGURATION_MARKER_TYPE",
+    "configuration_variable",
+    "configure_since",
+    "current_configuration",
+    "configuration_declared",
+    "literal_of",
+    "on_new_flag",
+    "set_parameter_types",
+    "declared_parameter",
+    "parameter_types",
+    "return_type",
+    "set_return_type",
 ]

@@ -25,6 +25,7 @@ from mypy.nodes import (
 )
 from mypy.plugin import AnalyzeTypeContext
 
+from .configurations import mark_configured
 from .raw_writes import retype_raw_writes
 from .route_declared import route_declared
 from .spmd_types_regions import bind_alias
@@ -62,6 +63,7 @@ def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[
     retype_raw_writes(tree)
     if untyped is not None:
         wrap_untyped_calls(tree, tree, untyped)
+    mark_configured(tree.defs)
     _ROUTED[tree.path] = (tree, None)
 
 
@@ -106,6 +108,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
         if untyped is not None:  # function bodies only: the top level is analysed
             for func in functions_of(tree.defs):
                 wrap_untyped_calls(tree, func.body, untyped)
+        mark_configured(tree.defs)
         _ROUTED[tree.path] = (tree, None)
         return
     stmt = sem.statement
@@ -123,6 +126,8 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
         if untyped is not None:
             for func in functions_of([stmt]):
                 wrap_untyped_calls(tree, func.body, untyped)
+        cls = getattr(sem, "type", None)
+        mark_configured([stmt], cls.defn.decorators if cls is not None else ())
 
 
 # path -> (the tree last routed, None when all of it is, else the ids of the

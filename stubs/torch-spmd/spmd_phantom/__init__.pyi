@@ -119,3 +119,11 @@ class linalg_svd(NamedTuple, Generic[_T]):
 # what the collective wrote (spmd_mypy/plugin/raw_collectives.py).  Never
 # called at runtime.
 def raw_write(value: _T, call: object) -> _T: ...
+
+# The marker of a function declared with @spmd.configurations (see
+# spmd_mypy/plugin/configurations.py): the rewrite puts
+# `__spmd_configuration__: Configuration = configuration()` first in its body;
+# the annotation becomes the variable whose values are the configurations.
+# Never called at runtime.
+class Configuration: ...
+def configuration() -> Any: ...
