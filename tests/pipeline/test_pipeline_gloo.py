@@ -1,0 +1,127 @@
+"""The typed pipeline of pipeline_programs.py on 4 gloo ranks (mesh pp=2 x
+tp=2: ranks 0, 1 run stage 0, ranks 2, 3 stage 1, each stage tensor-parallel
+over its two ranks): the fixed step trains to the gradients of one process
+running both stages on the full weights (float64, 1e-9), on both stages; the
+buggy step, whose send the checker reports, to wrong gradients on both.
+
+The activations go forward and their gradients back only through
+spmd.send_next / spmd.recv_prev and autograd: stage 0 runs backward on the
+handle its send returned, stage 1 on its loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Tuple
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gloo_harness import GlooRun, gloo_available, plain, spawn_and_collect, tensor_of
+
+pytestmark = pytest.mark.gloo
+
+WORLD = 4
+TP = 2
+TOL = 1e-9
+MARGIN = 1e-2
+TOKENS, HIDDEN, FFN = 4, 6, 8
+
+
+@dataclass(frozen=True)
+class Item:
+    id: str
+    first_stage: str  # the stage-0 function of pipeline_programs
+
+
+def items() -> Tuple[Item, ...]:
+    return (Item("fixed", "first_stage_fixed"), Item("buggy", "first_stage_buggy"))
+
+
+def full_inputs() -> Dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(183)
+
+    def r(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    return {
+        "x": r(TOKENS, HIDDEN), "target": r(TOKENS, HIDDEN),
+        "fc1.0": r(FFN, HIDDEN), "fc2.0": r(HIDDEN, FFN),  # stage 0's weights
+        "fc1.1": r(FFN, HIDDEN), "fc2.1": r(HIDDEN, FFN),  # stage 1's weights
+    }
+
+
+def reference() -> Dict[str, torch.Tensor]:
+    """Both stages in one process on the full weights: the gradient of each weight."""
+    d = full_inputs()
+    w = {k: d[k].clone().requires_grad_() for k in ("fc1.0", "fc2.0", "fc1.1", "fc2.1")}
+    h = F.linear(F.gelu(F.linear(d["x"], w["fc1.0"])), w["fc2.0"])
+    y = F.linear(F.gelu(F.linear(h, w["fc1.1"])), w["fc2.1"])
+    ((y - d["target"]) ** 2).sum().backward()
+    return {k: t.grad for k, t in w.items()}
+
+
+def setup(rank: int) -> Tuple[Any, Any]:
+    from torch.distributed.device_mesh import init_device_mesh
+
+    mesh = init_device_mesh("cpu", (2, TP), mesh_dim_names=("pp", "tp"))
+    return mesh, (mesh.get_local_rank("pp"), mesh.get_local_rank("tp"))
+
+
+def run_item(item: Item, rank: int, mesh: Any) -> Dict[str, Any]:
+    import pipeline_programs as prog
+    import spmd_mypy as spmd
+
+    d = full_inputs()
+    pp, tp = mesh.get_local_rank("pp"), mesh.get_local_rank("tp")
+    fc1 = d[f"fc1.{pp}"].chunk(TP, dim=0)[tp].clone()  # column-parallel: S(0)
+    fc2 = d[f"fc2.{pp}"].chunk(TP, dim=1)[tp].clone()  # row-parallel: S(1)
+    stage = prog.ParallelMLP(fc1, fc2)
+    with spmd.set_mesh(mesh):
+        if pp == 0:
+            getattr(prog, item.first_stage)(stage, d["x"]).backward()
+        else:
+            prog.last_stage(stage, d["target"], (TOKENS, HIDDEN)).backward()
+        prog.finish(stage)
+    return {
+        "pp": pp, "tp": tp,
+        f"fc1.{pp}": plain(stage.fc1_weight.grad), f"fc2.{pp}": plain(stage.fc2_weight.grad),
+    }
+
+
+@pytest.fixture(scope="module")
+def pipeline_run() -> GlooRun:
+    if not gloo_available():
+        pytest.skip("this torch has no gloo backend")
+    return spawn_and_collect(setup, run_item, items, world=WORLD, deadline_s=240.0)
+
+
+def _errors(run: GlooRun, item_id: str) -> Dict[str, float]:
+    """Per weight, the largest relative error of a rank's gradient shard."""
+    ref = reference()
+    worst: Dict[str, float] = {}
+    per_rank = run.per_rank(item_id)
+    assert len(per_rank) == WORLD, per_rank
+    for got in per_rank.values():
+        tp = got["tp"]
+        for key, value in got.items():
+            if key in ("pp", "tp"):
+                continue
+            want = ref[key].chunk(TP, dim=0 if key.startswith("fc1") else 1)[tp]
+            t = tensor_of(value)
+            err = float("inf") if t is None else (t - want).abs().max().item() / want.abs().max().item()
+            worst[key] = max(worst.get(key, 0.0), err)
+    return worst
+
+
+def test_typed_send_recv_trains_to_the_one_process_gradients(pipeline_run: GlooRun) -> None:
+    worst = _errors(pipeline_run, "fixed")
+    assert sorted(worst) == ["fc1.0", "fc1.1", "fc2.0", "fc2.1"], worst
+    assert all(e <= TOL for e in worst.values()), worst
+
+
+def test_send_before_the_tp_all_reduce_trains_to_wrong_gradients(pipeline_run: GlooRun) -> None:
+    worst = _errors(pipeline_run, "buggy")
+    assert sorted(worst) == ["fc1.0", "fc1.1", "fc2.0", "fc2.1"], worst
+    assert all(e > MARGIN for e in worst.values()), worst
