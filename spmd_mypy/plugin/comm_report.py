@@ -32,7 +32,8 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 from ..vocab.collectives import Step, backward, plan
 from ..vocab.comm_volume import COMMUNICATING, Volume, grown, runtime_volume, step_volume
 from ..vocab.localtype import kind
-from .comm_sites import Site
+from ..vocab.pipeline import p2p_step
+from .comm_sites import P2P, Site
 
 __all__ = [
     "Entry",
@@ -108,6 +109,9 @@ _SPLITS = "all_to_all with per-rank splits the routing decides"
 
 def forward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
     name, exps = size if size is not None else (site.value, {})
+    if site.op.startswith(P2P):  # a message between pipeline stages (vocab/pipeline.py)
+        step = p2p_step(site.op[len(P2P):], False)
+        return [Entry(site, "forward", step, step_volume(step, site.axes, name, exps))]
     if site.op.startswith(PARTITIONED):  # seed 004: sizes known at run time only
         return [Entry(site, "forward", Step(site.op, site.src, site.dst), runtime_volume(name, _SPLITS))]
     out = []
@@ -123,6 +127,9 @@ def backward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
     if site.nograd:
         return []
     name, exps = size if size is not None else (site.value, {})
+    if site.op.startswith(P2P):  # the gradient comes back the way the value went
+        step = p2p_step(site.op[len(P2P):], True)
+        return [Entry(site, "backward", step, step_volume(step, site.axes, name, exps))]
     if site.op.startswith(PARTITIONED):  # the pieces move back the way they came
         return [Entry(site, "backward", Step(site.op, site.dst, site.src), runtime_volume(name, _SPLITS))]
     steps = _steps(site)
@@ -145,7 +152,7 @@ def sizes(sites: Sequence[Site]) -> Dict[Site, Size]:
         if s not in out:
             out[s] = (s.value, {})
             inner = at.get(s.value_call) if s.value_call is not None else None
-            if inner is not None and not inner.op.startswith(PARTITIONED):
+            if inner is not None and not inner.op.startswith((PARTITIONED, P2P)):
                 name, exps = size(inner)
                 for step in _steps(inner):
                     exps = grown(exps, step, inner.axes)

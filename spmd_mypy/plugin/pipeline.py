@@ -17,7 +17,9 @@ the sending stage's addend of the pipeline's loss (a zero; P on the
 pipeline axis: vocab.pipeline.handle_type), on which that stage runs
 backward.  Each stage's
 code is thereby checked on its own, against the declaration it shares with
-its neighbour.
+its neighbour.  Every typed send and receive is recorded for the
+communication report (comm_sites, op "p2p.<name>": the message in forward,
+the gradient's message back in backward).
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ from ..vocab.pipeline import (
     received_type,
     send_message,
 )
+from ..vocab.localtype import V
 from ..vocab.spec import Spmd
-from . import _mypy, collective_args
+from . import _mypy, collective_args, comm_sites
 from .annotations import AnnotationError, Meta
 from .callsite import one_arg, unknown_in_spmd_file
+from .comm_sites import P2P
 from .carrier import carrier, spmd_of
 from .config import Settings
 from .decoding import decode
@@ -101,6 +105,13 @@ def _read_boundary(ctx: Any, expr: _mypy.Expression, text: str) -> Optional[Spmd
                 0,
             )
         return found
+    if _mypy.final_name(expr) is None and _mypy.call_parts(expr) is None:
+        raise AnnotationError(
+            f"the boundary type {text} is not read statically: pass a type alias of an annotated tensor "
+            f"(Hidden = Annotated[Tensor, Spmd(...)], the type the stages' signatures use), an Spmd(...) "
+            f"written in the call, or a module-level Final spec",
+            0,
+        )
     node, resolve = spec_argument(ctx.api, expr)
     boundary = decode(Meta((node,), ctx.context.line), resolve)
     settings = _settings()
@@ -133,6 +144,7 @@ def _send(ctx: Any, op: P2POp) -> _mypy.Type:
     if x is None or axis is None or found is None:
         return unknown_in_spmd_file(ctx, default)
     boundary, text = found
+    comm_sites.record_call(ctx, P2P + op.name, x, (axis,), V, V)
     value = _mypy.expr_text(x[0])
     reported = set()
     for alternative in _mypy.union_alternatives(x[1]) or [x[1]]:
@@ -154,7 +166,25 @@ def _recv(ctx: Any, op: P2POp) -> _mypy.Type:
     found = _boundary(ctx, op, axis) if axis is not None else None
     if axis is None or found is None:
         return unknown_in_spmd_file(ctx, default)
-    return _mypy.replace_tensors(default, carrier(ctx.api, received_type(found[0], axis)))
+    flag = one_arg(ctx, "requires_grad")
+    nograd = flag is not None and _mypy.expr_text(flag[0]) == "False"
+    _record_recv(ctx, op, axis, nograd)
+    return _mypy.replace_tensors(default, carrier(ctx.api, received_type(found[0], axis, nograd)))
+
+
+def _record_recv(ctx: Any, op: P2POp, axis: str, nograd: bool) -> None:
+    """A receive for the communication report, its size named by the name the
+    result is assigned to (`h = spmd.recv_prev(...)`: n(h))."""
+    file = _mypy.checker_path(ctx.api)
+    if file is None:
+        return
+    line, column = ctx.context.line, ctx.context.column
+    result = comm_sites.assigned_name(file, line, column)
+    site = comm_sites.Site(
+        file, line, column, _mypy.checking_function(ctx.api), P2P + op.name, (axis,), V, V,
+        result or "received", None, result, nograd, True,
+    )
+    comm_sites.record(_mypy.checker_identity(ctx.api), site)
 
 
 def _hook(op: P2POp) -> Callable[[Any], _mypy.Type]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Dict, Final, List, NamedTuple, Optional, Tuple
 
-from .collectives import fix_call, mismatch_consequence
+from .collectives import Step, fix_call, mismatch_consequence
 from .localtype import P, V, AxisType, grad_type, local_kind
 from .spec import Spmd, mismatches
 
@@ -34,6 +34,7 @@ __all__ = [
     "SendProblem",
     "send_message",
     "backward_text",
+    "p2p_step",
 ]
 
 
@@ -62,6 +63,16 @@ P2P_OPS: Final[Dict[str, P2POp]] = {
 """Each op, by name: its direction and its partner."""
 
 
+def p2p_step(name: str, in_backward: bool) -> Step:
+    """The message an op sends or receives in forward, or in backward (the
+    message back: send_next's backward receives from the next stage, as
+    `recv_next` would; recv_prev's sends to the previous one).  Steps of the
+    communication report; the value is V on the pipeline axis throughout."""
+    op = P2P_OPS[name]
+    sends = op.sends != in_backward
+    return Step(("send_" if sends else "recv_") + ("next" if op.offset > 0 else "prev"), V, V)
+
+
 def backward_text(op: P2POp) -> str:
     """What the op's backward does (the autograd of the runtime)."""
     if op.sends:
@@ -76,11 +87,12 @@ def boundary_axis_problem(boundary: Spmd, axis: str) -> Optional[AxisType]:
     return None if got is None or local_kind(got) == "V" else got
 
 
-def received_type(boundary: Spmd, axis: str) -> Spmd:
-    """The type of a received value: the boundary's axes, V on the pipeline axis."""
+def received_type(boundary: Spmd, axis: str, nograd: bool = False) -> Spmd:
+    """The type of a received value: the boundary's axes, V on the pipeline axis
+    (`nograd`: received with requires_grad=False)."""
     axes: Dict[str, AxisType] = dict(boundary.axes)
     axes[axis] = V
-    return Spmd.of(axes, boundary.spec, False, boundary.rest if boundary.spec is None else None)
+    return Spmd.of(axes, boundary.spec, nograd, boundary.rest if boundary.spec is None else None)
 
 
 def handle_type(axis: str) -> Spmd:
@@ -126,7 +138,9 @@ def send_message(p: SendProblem) -> str:
     else:
         fix = fix_call(p.found, p.declared, p.axis, p.value)
     if fix is not None:
-        return text + f". Hint: {p.value} = {fix} before the send"
+        if all(part.isidentifier() for part in p.value.split(".")):
+            return text + f". Hint: {p.value} = {fix} before the send"
+        return text + f". Hint: send {fix}"
     if on_pp:
         return text
     return text + f". Hint: make {p.value} {p.declared} on {p.axis!r} first, or declare the boundary {p.found} there"

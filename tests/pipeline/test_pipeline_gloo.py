@@ -6,13 +6,16 @@ buggy step, whose send the checker reports, to wrong gradients on both.
 
 The activations go forward and their gradients back only through
 spmd.send_next / spmd.recv_prev and autograd: stage 0 runs backward on the
-handle its send returned, stage 1 on its loss.
+handle its send returned, stage 1 on its loss.  The communication report's
+entries for the two stage functions are checked against the bytes of the
+messages the run sent and received.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Tuple
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
 
 import pytest
 import torch
@@ -69,7 +72,37 @@ def setup(rank: int) -> Tuple[Any, Any]:
     return mesh, (mesh.get_local_rank("pp"), mesh.get_local_rank("tp"))
 
 
+def _counting(measured: Dict[str, List[int]], phase: List[str]) -> Tuple[Any, Any]:
+    """dist.send / dist.recv wrapped to add each message's bytes to the phase running."""
+    import torch.distributed as dist
+
+    send, recv = dist.send, dist.recv
+
+    def counted(fn: Any) -> Any:
+        def call(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            measured.setdefault(phase[0], []).append(tensor.numel() * tensor.element_size())
+            return fn(tensor, *args, **kwargs)
+
+        return call
+
+    dist.send, dist.recv = counted(send), counted(recv)
+    return send, recv
+
+
 def run_item(item: Item, rank: int, mesh: Any) -> Dict[str, Any]:
+    import torch.distributed as dist
+
+    measured: Dict[str, List[int]] = {}
+    phase = ["forward"]
+    send, recv = _counting(measured, phase)
+    try:
+        grads = _step(item, mesh, phase)
+    finally:
+        dist.send, dist.recv = send, recv
+    return {**grads, "messages": measured}
+
+
+def _step(item: Item, mesh: Any, phase: List[str]) -> Dict[str, Any]:
     import pipeline_programs as prog
     import spmd_mypy as spmd
 
@@ -80,9 +113,13 @@ def run_item(item: Item, rank: int, mesh: Any) -> Dict[str, Any]:
     stage = prog.ParallelMLP(fc1, fc2)
     with spmd.set_mesh(mesh):
         if pp == 0:
-            getattr(prog, item.first_stage)(stage, d["x"]).backward()
+            done = getattr(prog, item.first_stage)(stage, d["x"])
+            phase[0] = "backward"
+            done.backward()
         else:
-            prog.last_stage(stage, d["target"], (TOKENS, HIDDEN)).backward()
+            loss = prog.last_stage(stage, d["target"], (TOKENS, HIDDEN))
+            phase[0] = "backward"
+            loss.backward()
         prog.finish(stage)
     return {
         "pp": pp, "tp": tp,
@@ -106,7 +143,7 @@ def _errors(run: GlooRun, item_id: str) -> Dict[str, float]:
     for got in per_rank.values():
         tp = got["tp"]
         for key, value in got.items():
-            if key in ("pp", "tp"):
+            if key in ("pp", "tp", "messages"):
                 continue
             want = ref[key].chunk(TP, dim=0 if key.startswith("fc1") else 1)[tp]
             t = tensor_of(value)
@@ -125,3 +162,20 @@ def test_send_before_the_tp_all_reduce_trains_to_wrong_gradients(pipeline_run: G
     worst = _errors(pipeline_run, "buggy")
     assert sorted(worst) == ["fc1.0", "fc1.1", "fc2.0", "fc2.1"], worst
     assert all(e > MARGIN for e in worst.values()), worst
+
+
+def test_comms_report_lists_the_bytes_each_message_moves(pipeline_run: GlooRun) -> None:
+    """The communication report's p2p entries of each stage's function, evaluated
+    at the run's sizes, equal the bytes and the number of messages dist.send /
+    dist.recv moved on each rank, per phase."""
+    from spmd_mypy.comms import reports
+
+    root = Path(__file__).resolve().parents[2]
+    found, _ = reports([str(Path(__file__).with_name("pipeline_programs.py"))], str(root / "mypy.ini"))
+    by_function = {r.function: r for r in found}
+    for got in pipeline_run.per_rank("fixed").values():
+        report = by_function["first_stage_fixed" if got["pp"] == 0 else "last_stage"]
+        for phase in ("forward", "backward"):
+            entries = [e for e in report.phases[phase] if e.communicates]
+            expected = [int(e.volume.evaluate({"pp": 2, "tp": TP}, TOKENS * HIDDEN, 8)) for e in entries]
+            assert expected == got["messages"][phase], (phase, [e.text() for e in entries], got["messages"])
