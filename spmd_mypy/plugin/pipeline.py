@@ -129,8 +129,14 @@ def _pipeline_axis(ctx: Any, op: P2POp) -> Optional[str]:
     if axis is None:
         ctx.api.fail(unnamed_axis_message(f"spmd.{op.name}", axis_arg[0], axis_arg[1]), ctx.context, code=SPMD_GROUP)
         return None
-    if isinstance(axis, tuple):
-        return None  # a flattened group of axes is no pipeline: not typed
+    if isinstance(axis, tuple):  # never silently unchecked
+        ctx.api.fail(
+            f"spmd.{op.name} over {axis!r}: a pipeline is one mesh axis; a send or receive over a flattened "
+            f"group of axes is not checked. Hint: name the pipeline axis alone (spmd.{op.name}(..., {axis[0]!r}, ...))",
+            ctx.context,
+            code=SPMD_GROUP,
+        )
+        return None
     if not collective_args.axes_known(ctx, op.name, (axis,), _settings()):
         return None
     return axis
