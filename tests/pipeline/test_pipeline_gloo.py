@@ -39,7 +39,7 @@ class Item:
 
 
 def items() -> Tuple[Item, ...]:
-    return (Item("fixed", "first_stage_fixed"), Item("buggy", "first_stage_buggy"))
+    return (Item("fixed", "first_stage_fixed"), Item("buggy", "first_stage_buggy"), Item("edges", ""))
 
 
 def full_inputs() -> Dict[str, torch.Tensor]:
@@ -92,6 +92,8 @@ def _counting(measured: Dict[str, List[int]], phase: List[str]) -> Tuple[Any, An
 def run_item(item: Item, rank: int, mesh: Any) -> Dict[str, Any]:
     import torch.distributed as dist
 
+    if item.id == "edges":
+        return _edges(mesh)
     measured: Dict[str, List[int]] = {}
     phase = ["forward"]
     send, recv = _counting(measured, phase)
@@ -127,6 +129,46 @@ def _step(item: Item, mesh: Any, phase: List[str]) -> Dict[str, Any]:
     }
 
 
+def _edges(mesh: Any) -> Dict[str, Any]:
+    """A pipeline is no ring; spmd= must name an Spmd; without gradients a send
+    and a receive are plain messages."""
+    import spmd_mypy as spmd
+    from spmd_mypy import CollectiveError, I, Spmd
+
+    pp = mesh.get_local_rank("pp")
+    out: Dict[str, Any] = {"pp": pp}
+    x = full_inputs()["x"]
+    with spmd.set_mesh(mesh):
+        for key, call in (
+            ("no_peer", lambda: spmd.recv_prev((2,), "pp", spmd=Spmd(tp=I)) if pp == 0 else spmd.send_next(x, "pp", spmd=Spmd(tp=I))),
+            ("not_spmd", lambda: spmd.send_next(x, "pp", spmd=42)),
+        ):
+            try:
+                call()
+                out[key] = "no error"
+            except CollectiveError as e:
+                out[key] = str(e)
+        if pp == 0:
+            with torch.no_grad():
+                out["handle"] = plain(spmd.send_next(x, "pp", spmd=Spmd(tp=I)))
+        else:
+            got = spmd.recv_prev(x.shape, "pp", spmd=Spmd(tp=I), dtype=x.dtype, requires_grad=False)
+            out["received"], out["requires_grad"] = plain(got), got.requires_grad
+    return out
+
+
+def test_edges_no_ring_no_spmd_and_plain_messages(pipeline_run: GlooRun) -> None:
+    x = full_inputs()["x"]
+    for got in pipeline_run.per_rank("edges").values():
+        peer = "previous" if got["pp"] == 0 else "next"
+        assert f"stage {got['pp']} of 2 has no {peer} stage" in got["no_peer"], got
+        assert "spmd= is the boundary type, an Spmd(...) or an alias" in got["not_spmd"], got
+        if got["pp"] == 0:
+            assert tensor_of(got["handle"]).shape == () and float(tensor_of(got["handle"])) == 0.0
+        else:
+            assert torch.equal(tensor_of(got["received"]), x) and got["requires_grad"] is False
+
+
 @pytest.fixture(scope="module")
 def pipeline_run() -> GlooRun:
     if not gloo_available():
@@ -143,7 +185,7 @@ def _errors(run: GlooRun, item_id: str) -> Dict[str, float]:
     for got in per_rank.values():
         tp = got["tp"]
         for key, value in got.items():
-            if key in ("pp", "tp", "messages"):
+            if key in ("pp", "tp", "messages"):  # not gradients
                 continue
             want = ref[key].chunk(TP, dim=0 if key.startswith("fc1") else 1)[tp]
             t = tensor_of(value)
