@@ -59,6 +59,7 @@ _RUNTIME = {
     "send_prev": "pipeline",
     "recv_prev": "pipeline",
     "recv_next": "pipeline",
+    "wait_sends": "pipeline",
 }
 # Pure-Python vocabulary loaded on first use too: the mypy plugin imports this
 # package on every run and never plans a redistribution.
@@ -107,7 +108,7 @@ if TYPE_CHECKING:
     from .runtime.simulate import simulate
     from .runtime.trusted import trusted
     from .runtime.gradsync import sync_grad, sync_grads, sync_grads_on_step, tie
-    from .runtime.pipeline import recv_next, recv_prev, send_next, send_prev
+    from .runtime.pipeline import recv_next, recv_prev, send_next, send_prev, wait_sends
     from .runtime import partitioned
 
 

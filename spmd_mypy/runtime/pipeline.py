@@ -18,15 +18,18 @@ from the stage it went to, a receive's backward sends the gradient of the
 value received to the stage it came from.  A send returns a zero-dim tensor
 (`done`) whose backward runs the sender's half of backward; run it where the
 schedule runs that stage's backward (1F1B, GPipe: the same order on both
-stages, as with Megatron's send_backward / recv_backward).  The messages
-are blocking `dist.send` / `dist.recv` in the axis's group; types are
+stages, as with Megatron's send_backward / recv_backward).  A receive
+waits for its message (`dist.recv`); a send does not wait for the receiver
+(`dist.isend`, so the sends of a 1F1B schedule's steady state, forward and
+backward at once, cannot wait on each other); `wait_sends()` waits for
+them.  Types are
 erased at runtime (`spmd=` is for the checker; the runtime only checks it
 names an Spmd).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -37,7 +40,7 @@ from ..vocab.pipeline import P2P_OPS, P2POp
 from ..vocab.spec import Spmd
 from .mesh import AxisArg, Comm, resolve_axis
 
-__all__ = ["send_next", "send_prev", "recv_prev", "recv_next", "Boundary"]
+__all__ = ["send_next", "send_prev", "recv_prev", "recv_next", "wait_sends", "Boundary"]
 
 # The boundary type: an Spmd(...), or a type alias Annotated[Tensor, Spmd(...)]
 # (the one the stage functions' signatures use).  `object` to mypy, which has
@@ -57,8 +60,29 @@ def _peer(op: P2POp, axis: AxisArg) -> Tuple[Comm, int]:
     return comm, dist.get_global_rank(comm.group, stage)
 
 
+# Sends in flight, each with its buffer (kept alive until delivered).  A send
+# does not wait for the receiver: in a 1F1B schedule stage k sends microbatch
+# i+1 forward while stage k+1 sends microbatch i's gradient back, and two
+# blocking sends facing each other would wait forever (gloo's send waits for
+# the matching receive).  Messages between two ranks arrive in order.
+_IN_FLIGHT: List[Tuple[Any, Tensor]] = []
+
+
 def _send(t: Tensor, comm: Comm, peer: int) -> None:
-    dist.send(t.detach().contiguous(), peer, group=comm.group)
+    buf = t.detach().contiguous()
+    _IN_FLIGHT.append((dist.isend(buf, peer, group=comm.group), buf))
+    done = [w for w, _ in _IN_FLIGHT if w.is_completed()]
+    for work in done:
+        work.wait()  # completed: returns at once, or raises the send's error
+    _IN_FLIGHT[:] = [(w, b) for w, b in _IN_FLIGHT if not w.is_completed()]
+
+
+def wait_sends() -> None:
+    """Wait until every send of this rank has been received (before changing a
+    sent tensor in place, or at the end of a step)."""
+    while _IN_FLIGHT:
+        work, _ = _IN_FLIGHT.pop(0)
+        work.wait()
 
 
 def _recv(shape: Sequence[int], dtype: torch.dtype, device: Any, comm: Comm, peer: int) -> Tensor:

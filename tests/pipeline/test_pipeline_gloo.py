@@ -6,7 +6,8 @@ buggy step, whose send the checker reports, to wrong gradients on both.
 
 The activations go forward and their gradients back only through
 spmd.send_next / spmd.recv_prev and autograd: stage 0 runs backward on the
-handle its send returned, stage 1 on its loss.  The communication report's
+handle its send returned, stage 1 on its loss; a third run takes two
+microbatches in 1F1B order.  The communication report's
 entries for the two stage functions are checked against the bytes of the
 messages the run sent and received.
 """
@@ -39,7 +40,12 @@ class Item:
 
 
 def items() -> Tuple[Item, ...]:
-    return (Item("fixed", "first_stage_fixed"), Item("buggy", "first_stage_buggy"), Item("edges", ""))
+    return (
+        Item("fixed", "first_stage_fixed"),
+        Item("buggy", "first_stage_buggy"),
+        Item("1f1b", "first_stage_fixed"),
+        Item("edges", ""),
+    )
 
 
 def full_inputs() -> Dict[str, torch.Tensor]:
@@ -55,13 +61,15 @@ def full_inputs() -> Dict[str, torch.Tensor]:
     }
 
 
-def reference() -> Dict[str, torch.Tensor]:
-    """Both stages in one process on the full weights: the gradient of each weight."""
+def reference(microbatches: int = 1) -> Dict[str, torch.Tensor]:
+    """Both stages in one process on the full weights: the gradient of each weight
+    (summed over the microbatches, the i-th being x + i)."""
     d = full_inputs()
     w = {k: d[k].clone().requires_grad_() for k in ("fc1.0", "fc2.0", "fc1.1", "fc2.1")}
-    h = F.linear(F.gelu(F.linear(d["x"], w["fc1.0"])), w["fc2.0"])
-    y = F.linear(F.gelu(F.linear(h, w["fc1.1"])), w["fc2.1"])
-    ((y - d["target"]) ** 2).sum().backward()
+    for i in range(microbatches):
+        h = F.linear(F.gelu(F.linear(d["x"] + i, w["fc1.0"])), w["fc2.0"])
+        y = F.linear(F.gelu(F.linear(h, w["fc1.1"])), w["fc2.1"])
+        ((y - d["target"]) ** 2).sum().backward()
     return {k: t.grad for k, t in w.items()}
 
 
@@ -73,10 +81,10 @@ def setup(rank: int) -> Tuple[Any, Any]:
 
 
 def _counting(measured: Dict[str, List[int]], phase: List[str]) -> Tuple[Any, Any]:
-    """dist.send / dist.recv wrapped to add each message's bytes to the phase running."""
+    """dist.isend / dist.recv wrapped to add each message's bytes to the phase running."""
     import torch.distributed as dist
 
-    send, recv = dist.send, dist.recv
+    send, recv = dist.isend, dist.recv
 
     def counted(fn: Any) -> Any:
         def call(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
@@ -85,7 +93,7 @@ def _counting(measured: Dict[str, List[int]], phase: List[str]) -> Tuple[Any, An
 
         return call
 
-    dist.send, dist.recv = counted(send), counted(recv)
+    dist.isend, dist.recv = counted(send), counted(recv)
     return send, recv
 
 
@@ -100,7 +108,7 @@ def run_item(item: Item, rank: int, mesh: Any) -> Dict[str, Any]:
     try:
         grads = _step(item, mesh, phase)
     finally:
-        dist.send, dist.recv = send, recv
+        dist.isend, dist.recv = send, recv
     return {**grads, "messages": measured}
 
 
@@ -114,7 +122,9 @@ def _step(item: Item, mesh: Any, phase: List[str]) -> Dict[str, Any]:
     fc2 = d[f"fc2.{pp}"].chunk(TP, dim=1)[tp].clone()  # row-parallel: S(1)
     stage = prog.ParallelMLP(fc1, fc2)
     with spmd.set_mesh(mesh):
-        if pp == 0:
+        if item.id == "1f1b":
+            _one_f_one_b(stage, pp, d, phase)
+        elif pp == 0:
             done = getattr(prog, item.first_stage)(stage, d["x"])
             phase[0] = "backward"
             done.backward()
@@ -123,10 +133,27 @@ def _step(item: Item, mesh: Any, phase: List[str]) -> Dict[str, Any]:
             phase[0] = "backward"
             loss.backward()
         prog.finish(stage)
+        spmd.wait_sends()
     return {
         "pp": pp, "tp": tp,
         f"fc1.{pp}": plain(stage.fc1_weight.grad), f"fc2.{pp}": plain(stage.fc2_weight.grad),
     }
+
+
+def _one_f_one_b(stage: Any, pp: int, d: Dict[str, torch.Tensor], phase: List[str]) -> None:
+    """Two microbatches, 1F1B on two stages: stage 0 sends microbatch 1 forward
+    before it receives microbatch 0's gradient, while stage 1 sends that gradient
+    back before it receives microbatch 1 (the steady state's crossing messages)."""
+    import pipeline_programs as prog
+
+    phase[0] = "1f1b"
+    if pp == 0:
+        handles = [prog.first_stage_fixed(stage, d["x"] + i) for i in range(2)]
+        for done in handles:
+            done.backward()
+    else:
+        for _ in range(2):
+            prog.last_stage(stage, d["target"], (TOKENS, HIDDEN)).backward()
 
 
 def _edges(mesh: Any) -> Dict[str, Any]:
@@ -176,9 +203,9 @@ def pipeline_run() -> GlooRun:
     return spawn_and_collect(setup, run_item, items, world=WORLD, deadline_s=240.0)
 
 
-def _errors(run: GlooRun, item_id: str) -> Dict[str, float]:
+def _errors(run: GlooRun, item_id: str, microbatches: int = 1) -> Dict[str, float]:
     """Per weight, the largest relative error of a rank's gradient shard."""
-    ref = reference()
+    ref = reference(microbatches)
     worst: Dict[str, float] = {}
     per_rank = run.per_rank(item_id)
     assert len(per_rank) == WORLD, per_rank
@@ -200,6 +227,12 @@ def test_typed_send_recv_trains_to_the_one_process_gradients(pipeline_run: GlooR
     assert all(e <= TOL for e in worst.values()), worst
 
 
+def test_one_f_one_b_with_crossing_messages(pipeline_run: GlooRun) -> None:
+    worst = _errors(pipeline_run, "1f1b", microbatches=2)
+    assert sorted(worst) == ["fc1.0", "fc1.1", "fc2.0", "fc2.1"], worst
+    assert all(e <= TOL for e in worst.values()), worst
+
+
 def test_send_before_the_tp_all_reduce_trains_to_wrong_gradients(pipeline_run: GlooRun) -> None:
     worst = _errors(pipeline_run, "buggy")
     assert sorted(worst) == ["fc1.0", "fc1.1", "fc2.0", "fc2.1"], worst
@@ -208,7 +241,7 @@ def test_send_before_the_tp_all_reduce_trains_to_wrong_gradients(pipeline_run: G
 
 def test_comms_report_lists_the_bytes_each_message_moves(pipeline_run: GlooRun) -> None:
     """The communication report's p2p entries of each stage's function, evaluated
-    at the run's sizes, equal the bytes and the number of messages dist.send /
+    at the run's sizes, equal the bytes and the number of messages dist.isend /
     dist.recv moved on each rank, per phase."""
     from spmd_mypy.comms import reports
 
