@@ -12,7 +12,9 @@ receiving stage's value has it (V on the pipeline axis), and the value a
 send carries must fit it on every axis it names and be V on the pipeline
 axis (spmd-arg errors at the send, with both types, what goes wrong in
 forward and in backward, and the fixing call).  A boundary that declares
-the pipeline axis other than V is an spmd-annotation error.  A send returns
+the pipeline axis other than V is an spmd-annotation error; a receive
+without spmd= is declared by its target's annotation (`h: Hidden =
+spmd.recv_prev(...)`), and one with neither is an spmd-annotation error.  A send returns
 the sending stage's addend of the pipeline's loss (a zero; P on the
 pipeline axis: vocab.pipeline.handle_type), on which that stage runs
 backward.  Each stage's
@@ -24,7 +26,8 @@ the gradient's message back in backward).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+import ast
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..vocab.pipeline import (
     P2P_OPS,
@@ -49,6 +52,7 @@ from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_GROUP
 from .groups import axis_of, unnamed_axis_message
 from .guard import default_return, guarded
 from .reading import check_axes
+from .sourcefile import file_version, parse_source, read_source
 from .spec_argument import spec_argument
 
 __all__ = ["HOOKS", "configure"]
@@ -169,13 +173,47 @@ def _send(ctx: Any, op: P2POp) -> _mypy.Type:
 def _recv(ctx: Any, op: P2POp) -> _mypy.Type:
     default = ctx.default_return_type
     axis = _pipeline_axis(ctx, op)
-    found = _boundary(ctx, op, axis) if axis is not None else None
-    if axis is None or found is None:
+    if axis is None:
         return unknown_in_spmd_file(ctx, default)
     flag = one_arg(ctx, "requires_grad")
     nograd = flag is not None and _mypy.expr_text(flag[0]) == "False"
+    if one_arg(ctx, "spmd") is None:  # `h: Hidden = spmd.recv_prev(...)`: the annotation declares it
+        _record_recv(ctx, op, axis, nograd)
+        if not _annotated_target(_mypy.checker_path(ctx.api), ctx.context.line, ctx.context.column):
+            ctx.api.fail(
+                f"spmd.{op.name} over {axis!r} declares no boundary type, so the received value's type is "
+                f"unknown and nothing checks it against what the {op.peer} stage sends. Hint: pass "
+                f"spmd=<the alias the {op.peer} stage's send passes> (Hidden = Annotated[Tensor, Spmd(...)]), "
+                f"or annotate the target (h: Hidden = spmd.{op.name}(...))",
+                ctx.context,
+                code=SPMD_ANNOTATION,
+            )
+        return unknown_in_spmd_file(ctx, default)
+    found = _boundary(ctx, op, axis)
+    if found is None:
+        return unknown_in_spmd_file(ctx, default)
     _record_recv(ctx, op, axis, nograd)
     return _mypy.replace_tensors(default, carrier(ctx.api, received_type(found[0], axis, nograd)))
+
+
+_ANNOTATED: Dict[str, Tuple[object, Set[Tuple[int, int]]]] = {}  # file -> (version, call positions)
+
+
+def _annotated_target(file: Optional[str], line: int, column: int) -> bool:
+    """Is the call at line:column the value of an annotated assignment (`h: T = call`)?"""
+    if file is None:
+        return False
+    version = file_version(file)
+    cached = _ANNOTATED.get(file)
+    if cached is None or cached[0] != version:
+        tree = parse_source(read_source(file))
+        calls = {
+            (node.value.lineno, node.value.col_offset)
+            for node in (ast.walk(tree) if tree is not None else ())
+            if isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Call)
+        }
+        cached = _ANNOTATED[file] = (version, calls)
+    return (line, column) in cached[1]
 
 
 def _record_recv(ctx: Any, op: P2POp, axis: str, nograd: bool) -> None:

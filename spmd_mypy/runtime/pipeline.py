@@ -115,8 +115,11 @@ class _Recv(torch.autograd.Function):
         return None, None, None, None, None
 
 
-def _check_spmd(op: P2POp, spmd: Boundary) -> None:
-    """spmd= is an Spmd or an alias Annotated[Tensor, Spmd(...)] (the type is the checker's)."""
+def _check_spmd(op: P2POp, spmd: Optional[Boundary]) -> None:
+    """spmd= is an Spmd or an alias Annotated[Tensor, Spmd(...)] (the type is the
+    checker's); a receive may leave it out when its target is annotated."""
+    if spmd is None and not op.sends:
+        return
     found = [spmd] if isinstance(spmd, Spmd) else [m for m in getattr(spmd, "__metadata__", ()) if isinstance(m, Spmd)]
     if not found:
         raise CollectiveError(
@@ -135,7 +138,13 @@ def _sent(op: P2POp, x: Tensor, axis: AxisArg, spmd: Boundary) -> Tensor:
 
 
 def _received(
-    op: P2POp, shape: Sequence[int], axis: AxisArg, spmd: Boundary, dtype: torch.dtype, device: Any, requires_grad: bool
+    op: P2POp,
+    shape: Sequence[int],
+    axis: AxisArg,
+    spmd: Optional[Boundary],
+    dtype: torch.dtype,
+    device: Any,
+    requires_grad: bool,
 ) -> Tensor:
     _check_spmd(op, spmd)
     comm, peer = _peer(op, axis)
@@ -165,13 +174,14 @@ def recv_prev(
     shape: Sequence[int],
     axis: AxisArg,
     *,
-    spmd: Boundary,
+    spmd: Optional[Boundary] = None,
     dtype: torch.dtype = torch.float32,
     device: Any = None,
     requires_grad: bool = True,
 ) -> Tensor:
     """Receive the previous stage's send_next (Megatron's recv_forward): a tensor
-    of `shape` of the boundary type `spmd` (V on the pipeline axis).  Its
+    of `shape` of the boundary type `spmd` (V on the pipeline axis); without
+    spmd=, the annotation of the target declares it (`h: Hidden = ...`).  Its
     backward sends the gradient back to the previous stage."""
     return _received(P2P_OPS["recv_prev"], shape, axis, spmd, dtype, device, requires_grad)
 
@@ -180,7 +190,7 @@ def recv_next(
     shape: Sequence[int],
     axis: AxisArg,
     *,
-    spmd: Boundary,
+    spmd: Optional[Boundary] = None,
     dtype: torch.dtype = torch.float32,
     device: Any = None,
     requires_grad: bool = True,
