@@ -7,21 +7,20 @@ recv_next (runtime/pipeline.py; the rows and messages: vocab/pipeline.py).
 
 The boundary type (`spmd=`: a type alias of an annotated tensor, the one
 the stage functions' signatures use, or an Spmd(...) written in the call or
-a module-level Final spec, read like assert_spmd's) is the contract between two stages: the
-receiving stage's value has it (V on the pipeline axis), and the value a
-send carries must fit it on every axis it names and be V on the pipeline
-axis (spmd-arg errors at the send, with both types, what goes wrong in
-forward and in backward, and the fixing call).  A boundary that declares
-the pipeline axis other than V is an spmd-annotation error; a receive
-without spmd= is declared by its target's annotation (`h: Hidden =
-spmd.recv_prev(...)`), and one with neither is an spmd-annotation error.  A send returns
-the sending stage's addend of the pipeline's loss (a zero; P on the
-pipeline axis: vocab.pipeline.handle_type), on which that stage runs
-backward.  Each stage's
-code is thereby checked on its own, against the declaration it shares with
-its neighbour.  Every typed send and receive is recorded for the
-communication report (comm_sites, op "p2p.<name>": the message in forward,
-the gradient's message back in backward).
+a module-level Final spec, read like assert_spmd's) is the contract between
+two stages: the receiving stage's value has it (V on the pipeline axis), and
+the value a send carries must fit it on every axis it names and be V on the
+pipeline axis (spmd-arg errors at the send, with both types, what goes
+wrong in forward and in backward, and the fixing call).  A boundary that
+declares the pipeline axis other than V is an spmd-annotation error; a
+receive without spmd= is declared by its target's annotation (`h: Hidden =
+spmd.recv_prev(...)`), and one with neither is an spmd-annotation error.  A
+send returns the sending stage's addend of the pipeline's loss (a zero; P on
+the pipeline axis: vocab.pipeline.handle_type), on which that stage runs
+backward.  Each stage's code is thereby checked on its own, against the
+declaration it shares with its neighbour.  Every typed send and receive is
+recorded for the communication report (comm_sites, op "p2p.<name>": the
+message in forward, the gradient's message back in backward).
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from ..vocab.localtype import V
 from ..vocab.pipeline import (
     P2P_OPS,
     P2POp,
@@ -39,13 +39,12 @@ from ..vocab.pipeline import (
     received_type,
     send_message,
 )
-from ..vocab.localtype import V
 from ..vocab.spec import Spmd
 from . import _mypy, collective_args, comm_sites
 from .annotations import AnnotationError, Meta
 from .callsite import one_arg, unknown_in_spmd_file
-from .comm_sites import P2P
 from .carrier import carrier, spmd_of
+from .comm_sites import P2P
 from .config import Settings
 from .decoding import decode
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_GROUP
