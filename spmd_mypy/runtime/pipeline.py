@@ -71,10 +71,13 @@ _IN_FLIGHT: List[Tuple[Any, Tensor]] = []
 def _send(t: Tensor, comm: Comm, peer: int) -> None:
     buf = t.detach().contiguous()
     _IN_FLIGHT.append((dist.isend(buf, peer, group=comm.group), buf))
-    done = [w for w, _ in _IN_FLIGHT if w.is_completed()]
-    for work in done:
-        work.wait()  # completed: returns at once, or raises the send's error
-    _IN_FLIGHT[:] = [(w, b) for w, b in _IN_FLIGHT if not w.is_completed()]
+    still = []
+    for work, kept in _IN_FLIGHT:
+        if work.is_completed():
+            work.wait()  # returns at once, or raises the send's error
+        else:
+            still.append((work, kept))
+    _IN_FLIGHT[:] = still
 
 
 def wait_sends() -> None:
