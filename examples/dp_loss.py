@@ -17,8 +17,11 @@ logging is `all_reduce(P -> I)` of it.
 
 The tp ranks hold replicas of the whole computation (this example has no
 tensor parallelism), so everything is Invariant on tp: the same value and
-the same gradient on every tp rank.  The weights are replicated over dp;
-`all_reduce_dp_grads` sums their gradients over dp after backward (DDP).
+the same gradient on every tp rank.  The weights are replicated over dp
+(declared R there, so their gradients are pending over dp after backward);
+`spmd.sync_grads(model, "dp")` sums each pending gradient over dp once, as
+DDP does, and the checker holds it to that contract (README "The
+gradient-sync contract").
 
 `build_model` makes a rank's model from the full weights; `train_step` runs
 forward, the loss, backward and the dp gradient sum.
@@ -70,13 +73,6 @@ def build_model(full: Dict[str, Tensor], dp_rank: int, tp_rank: int) -> TinyLM:
     return TinyLM(full["embedding"].clone(), full["w_out"].clone())
 
 
-def all_reduce_dp_grads(module: nn.Module) -> None:
-    """DDP: sum each parameter's gradient (P on dp) over dp, once, after backward."""
-    for param in module.parameters():
-        if param.grad is not None:
-            param.grad = spmd.all_reduce(param.grad, "dp", src=P, dst=R)
-
-
 def train_step(
     model: TinyLM, ids: TokenIds, targets: TokenIds, loss_mask: LossMask
 ) -> Tuple[Logits, Annotated[Tensor, Spmd(dp=I, tp=I)]]:
@@ -84,5 +80,5 @@ def train_step(
     logits = model(ids)
     loss = masked_token_loss(logits, targets, loss_mask)
     loss.backward()
-    all_reduce_dp_grads(model)
+    spmd.sync_grads(model, "dp")
     return logits, spmd.all_reduce(loss.detach(), "dp", src=P, dst=I)

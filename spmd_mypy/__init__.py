@@ -55,6 +55,8 @@ _RUNTIME = {
     "sync_grad": "gradsync",
     "sync_grads": "gradsync",
     "sync_grads_on_step": "gradsync",
+    "sync_grads_in_backward": "gradsync",
+    "no_sync": "gradsync",
     "send_next": "pipeline",
     "send_prev": "pipeline",
     "recv_prev": "pipeline",
@@ -107,7 +109,7 @@ if TYPE_CHECKING:
     from .runtime.mesh import current_mesh, set_mesh
     from .runtime.simulate import simulate
     from .runtime.trusted import trusted
-    from .runtime.gradsync import sync_grad, sync_grads, sync_grads_on_step, tie
+    from .runtime.gradsync import no_sync, sync_grad, sync_grads, sync_grads_in_backward, sync_grads_on_step, tie
     from .runtime.pipeline import recv_next, recv_prev, send_next, send_prev, wait_sends
     from .runtime import partitioned
 

@@ -19,27 +19,28 @@ one's result when its input is that call or the name that call's result was
 assigned to (the last such assignment before it in the function); in
 backward the pairs run the other way round.
 
-Extension point: `PHASE_SOURCES` holds functions (file, function) -> entries
-of further phases (the gradient-sync contract's summations, issue 18 item 1,
-will add its phase "gradient sync" there); the report prints each phase's
-entries after backward.  Uses no mypy API itself (sites are plain data).
+A site with a phase of its own (comm_sites.GRADIENT_SYNC: a sum the
+gradient-sync contract's `spmd.sync_grads(model, "dp")` runs on one
+parameter's gradient, plugin/gradsync.py) runs its steps in that phase
+only, after backward, on the gradient of the parameter it names; the report
+prints such phases after backward.  Uses no mypy API itself (sites are
+plain data).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..vocab.collectives import Step, backward, plan
 from ..vocab.comm_volume import COMMUNICATING, Volume, grown, runtime_volume, step_volume
 from ..vocab.localtype import kind
-from ..vocab.pipeline import p2p_step
-from .comm_sites import P2P, Site
+from ..vocab.pipeline import P2P_OPS, p2p_step
+from .comm_sites import P2P, PHASE_COLLECTIVE, Site
 
 __all__ = [
     "Entry",
     "Redundant",
     "FunctionReport",
-    "PHASE_SOURCES",
     "function_report",
     "report_text",
     "LEGEND",
@@ -54,7 +55,7 @@ LEGEND = (
 
 class Entry(NamedTuple):
     site: Site
-    phase: str  # "forward", "backward", or a phase of PHASE_SOURCES
+    phase: str  # "forward", "backward", UNKNOWN_GRAD or a site's own phase (GRADIENT_SYNC)
     step: Step
     volume: Volume
 
@@ -66,9 +67,9 @@ class Entry(NamedTuple):
         s = self.site
         where = s.axes[0] if len(s.axes) == 1 else "(" + ", ".join(s.axes) + ")"
         back = self.phase in ("backward", UNKNOWN_GRAD)
-        of = f"grad of {s.value}" if back else s.value
-        origin = f" [backward of {s.op}({s.src}->{s.dst})]" if back else ""
-        return f"line {s.line}: {self.step.op}({self.step.src}->{self.step.dst}) over {where} on {of}{origin}: {self.volume.text()}"
+        of = f"grad of {s.value}" if back or s.phase else s.value
+        origin = f" [backward of {s.op}({s.src}->{s.dst})]" if back else f" [{s.op}]" if s.phase else ""
+        return f"line {s.line}: {self.step} over {where} on {of}{origin}: {self.volume.text()}"
 
 
 class Redundant(NamedTuple):
@@ -91,13 +92,9 @@ class FunctionReport(NamedTuple):
 # parameter's .grad from module.parameters()): it runs if the input has a gradient.
 UNKNOWN_GRAD = "backward if its input has a gradient (input untyped)"
 
-PhaseSource = Callable[[str, str], List[Entry]]
-PHASE_SOURCES: List[PhaseSource] = []
-
-
 def _steps(site: Site) -> Tuple[Step, ...]:
     axis = site.axes if len(site.axes) > 1 else site.axes[0]
-    return plan(site.op, site.src, site.dst, axis=axis, expert_mode=True)
+    return plan(PHASE_COLLECTIVE.get(site.phase, site.op), site.src, site.dst, axis=axis, expert_mode=True)
 
 
 Size = Tuple[str, Dict[str, int]]  # n(name) times prod(axis ** exp)
@@ -108,23 +105,25 @@ _SPLITS = "all_to_all with per-rank splits the routing decides"
 
 
 def forward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
+    """The steps of one call in forward (a site with a phase of its own: in that phase)."""
     name, exps = size if size is not None else (site.value, {})
     if site.op.startswith(P2P):  # a message between pipeline stages (vocab/pipeline.py)
         step = p2p_step(site.op[len(P2P):], False)
         return [Entry(site, "forward", step, step_volume(step, site.axes, name, exps))]
+    phase = site.phase or "forward"
     if site.op.startswith(PARTITIONED):  # seed 004: sizes known at run time only
-        return [Entry(site, "forward", Step(site.op, site.src, site.dst), runtime_volume(name, _SPLITS))]
+        return [Entry(site, phase, Step(site.op, site.src, site.dst), runtime_volume(name, _SPLITS))]
     out = []
     for step in _steps(site):
-        out.append(Entry(site, "forward", step, step_volume(step, site.axes, name, exps)))
+        out.append(Entry(site, phase, step, step_volume(step, site.axes, name, exps)))
         exps = grown(exps, step, site.axes)
     return out
 
 
 def backward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
     """The backward of one call, in the order it runs, on the gradient of its output
-    (none for an input without gradient)."""
-    if site.nograd:
+    (none for an input without gradient, or for a site with a phase of its own)."""
+    if site.nograd or site.phase:
         return []
     name, exps = size if size is not None else (site.value, {})
     if site.op.startswith(P2P):  # the gradient comes back the way the value went
@@ -142,6 +141,13 @@ def backward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
     return out
 
 
+def _received_name(site: Site) -> Optional[str]:
+    """A receive between pipeline stages has no input: its size is named after
+    the name its result is assigned to (`h = spmd.recv_prev(...)`: n(h))."""
+    op = P2P_OPS.get(site.op[len(P2P):]) if site.op.startswith(P2P) else None
+    return site.result if op is not None and not op.sends else None
+
+
 def sizes(sites: Sequence[Site]) -> Dict[Site, Size]:
     """Each call's input size, named after the innermost input of a chain of nested
     calls that keep the size (`all_reduce(reinterpret(t, ...), ...)`: n(t))."""
@@ -150,7 +156,7 @@ def sizes(sites: Sequence[Site]) -> Dict[Site, Size]:
 
     def size(s: Site) -> Size:
         if s not in out:
-            out[s] = (s.value, {})
+            out[s] = (_received_name(s) or s.value, {})
             inner = at.get(s.value_call) if s.value_call is not None else None
             if inner is not None and not inner.op.startswith((PARTITIONED, P2P)):
                 name, exps = size(inner)
@@ -202,7 +208,8 @@ def _pairs(chain: Sequence[Entry]) -> List[Redundant]:
 
 
 def function_report(file: str, function: str, sites: Sequence[Site]) -> FunctionReport:
-    sites = [s for s in sites if s.function == function]
+    own = [s for s in sites if s.function == function and s.phase]
+    sites = [s for s in sites if s.function == function and not s.phase]
     size = sizes(sites)
     fwd = {s: forward_entries(s, size[s]) for s in sites}
     bwd = {s: backward_entries(s, size[s]) for s in sites}
@@ -221,8 +228,8 @@ def function_report(file: str, function: str, sites: Sequence[Site]) -> Function
     }
     if not phases[UNKNOWN_GRAD]:
         del phases[UNKNOWN_GRAD]
-    for source in PHASE_SOURCES:
-        for entry in source(file, function):
+    for s in own:
+        for entry in forward_entries(s):
             phases.setdefault(entry.phase, []).append(entry)
     redundant.sort(key=lambda r: (r.first.phase, r.first.site.line, r.second.site.line))
     return FunctionReport(file, function, phases, redundant)

@@ -13,7 +13,10 @@ generic over a layout variable more than once).
 
 The name a call's result is assigned to (`h = spmd.convert(x, ...)`) comes
 from the file's ast, only to link one call's result to the next call's
-input; the types come from the checker.
+input; the types come from the checker.  It is looked up when the sites are
+read (`sites_of`: a report), never while checking: parsing and walking
+every checked file for it cost about a fifth of a whole check of the user's
+code (bench_scale's distinct codebase, profiled).
 """
 
 from __future__ import annotations
@@ -21,12 +24,17 @@ from __future__ import annotations
 import ast
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from ..vocab.localtype import AxisType
+from ..vocab.localtype import P, R, AxisType
 from . import _mypy
 from .carrier import spmd_of
 from .sourcefile import file_version, parse_source, read_source
 
-__all__ = ["Site", "P2P", "record", "record_call", "sites_of", "files", "clear"]
+__all__ = ["Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "record", "record_call", "record_gradient_sum", "sites_of", "files", "clear"]
+
+# The phase of the gradient-sync contract's sums (spmd.sync_grads and friends, plugin/gradsync.py).
+GRADIENT_SYNC = "gradient sync"
+# The collective a site of each phase of its own runs (its op names the API call).
+PHASE_COLLECTIVE = {GRADIENT_SYNC: "all_reduce"}
 
 P2P = "p2p."  # the op of a send or receive between pipeline stages: "p2p.send_next" (pipeline.py)
 
@@ -44,9 +52,10 @@ class Site(NamedTuple):
     dst: AxisType
     value: str  # the input expression, as written
     value_call: Optional[Tuple[int, int]]  # (line, column) when the input is itself a call
-    result: Optional[str]  # the name the result is assigned to, if any
+    result: Optional[str]  # the name the result is assigned to, if any (filled by sites_of)
     nograd: bool = False  # the input carries no gradient (its type says nograd): no backward runs
     typed: bool = True  # the input's SPMD type is known (else whether it has a gradient is not)
+    phase: str = ""  # "": a collective call (forward and its backward); else the one phase it runs in
 
 
 _SITES: Dict[str, Tuple[int, Dict[Site, None]]] = {}  # file -> (checker, sites in order)
@@ -73,16 +82,32 @@ def record_call(
     nograd = all(t is not None and t.nograd for t in found)
     site = Site(
         file, line, column, _mypy.checking_function(ctx.api), op, axes, src, dst, _mypy.expr_text(x[0]),
-        _mypy.call_position(x[0]), assigned_name(file, line, column), nograd, None not in found,
+        _mypy.call_position(x[0]), None, nograd, None not in found,
+    )
+    record(_mypy.checker_identity(ctx.api), site)
+
+
+def record_gradient_sum(ctx: Any, call: _mypy.Expression, op: str, axis: str, param: str) -> None:
+    """A gradient sum the contract API `call` (op: its name, e.g. "sync_grads")
+    runs over `axis` on the gradient of `param` (as written, `model.w`): an
+    all-reduce of P into R, outside autograd, in the phase GRADIENT_SYNC."""
+    file = _mypy.checker_path(ctx.api)
+    if file is None:
+        return
+    site = Site(
+        file, call.line, call.column, _mypy.checking_function(ctx.api), op, (axis,), P, R, param,
+        None, None, phase=GRADIENT_SYNC,
     )
     record(_mypy.checker_identity(ctx.api), site)
 
 
 def sites_of(file: str, function: Optional[str] = None) -> List[Site]:
-    """The sites recorded in `file` (of one function), in source order."""
+    """The sites recorded in `file` (of one function), in source order, each
+    call's `result` read from the file."""
     held = _SITES.get(file)
     found = [s for s in held[1] if function is None or s.function == function] if held else []
-    return sorted(found, key=lambda s: (s.line, s.column))
+    named = [s if s.phase else s._replace(result=assigned_name(file, s.line, s.column)) for s in found]
+    return sorted(named, key=lambda s: (s.line, s.column))
 
 
 def files() -> List[str]:

@@ -1,7 +1,9 @@
 """The gradient-sync contract (vocab/gradsync.py) in the checker.
 
 A function that finishes gradients calls `spmd.sync_grads(model, *axes)`,
-`spmd.sync_grads_on_step(opt, model, *axes)` or `spmd.sync_grad(w, axis)`.
+`spmd.sync_grads_on_step(opt, model, *axes)`, `spmd.sync_grad(w, axis)`
+or installs the sums in backward, DDP-style, with
+`spmd.sync_grads_in_backward(model, *axes)` (read like sync_grads).
 At the first such call of a function, the whole function is read
 (_mypy.calls_of_function) and its sums collected:
 
@@ -19,21 +21,19 @@ vocab.gradsync.check_contract; each problem is an spmd-gradsync error at
 the finishing code (a missing sum: at the function's first finishing call,
 and also at the parameter's declaration when it is in the checked file).
 
-`report_live_aliases` is the in-place half: a raw in-place collective
-(dist.all_reduce, dist.broadcast) of a tensor another name aliases (bound
-from it, or it from that name, by `=`, `.data`, a view or an index) while
-that name is read after the call is an spmd-alias error.
+The in-place half of the contract (a collective on a tensor another name
+aliases) is grad_aliases.py.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from ..vocab.gradsync import EVERY, NAMED, PENDING_ONLY, Param, Problem, Sum, check_contract
+from ..vocab.gradsync import EVERY, NAMED, PENDING_ONLY, Param, Problem, Sum, check_contract, shown_path
 from ..vocab.spec import Spmd
-from . import _mypy
+from . import _mypy, comm_sites
 from .carrier import spmd_of
-from .errors import SPMD_ALIAS, SPMD_GRADSYNC
+from .errors import SPMD_GRADSYNC
 from .groups import axis_of
 from .guard import default_return, guarded
 
@@ -41,11 +41,20 @@ _API = "spmd_mypy.runtime.gradsync."
 SYNC_GRADS = _API + "sync_grads"
 SYNC_GRAD = _API + "sync_grad"
 ON_STEP = _API + "sync_grads_on_step"
-FINISHING = (SYNC_GRADS, SYNC_GRAD, ON_STEP)
+IN_BACKWARD = _API + "sync_grads_in_backward"
+FINISHING = (SYNC_GRADS, SYNC_GRAD, ON_STEP, IN_BACKWARD)
 SPMD_ALL_REDUCE = "spmd_mypy.runtime.api.all_reduce"
 RAW_ALL_REDUCE = ("torch.distributed.distributed_c10d.all_reduce", "torch.distributed.all_reduce")
 
-Root = Any  # a NameExpr (mypy's): the module the sums finish
+class Root(NamedTuple):
+    """The module the sums finish, as written (`model`), with its type."""
+
+    name: str
+    type: Optional[_mypy.Type]
+
+
+def _root(expr: Any) -> Root:
+    return Root(expr.name, _mypy.name_type(expr))
 
 
 def _axes(ctx: Any, expr: _mypy.Expression) -> Tuple[str, ...]:
@@ -68,7 +77,7 @@ def _module_of(site: _mypy.CallSite, expr: _mypy.Expression, depth: int = 0) -> 
     root, path = found
     bound = _mypy.loop_binding(site, root.name)
     if bound is None:
-        return root, ".".join(path)
+        return _root(root), ".".join(path)
     outer = _module_of(site, bound[1], depth + 1)
     if outer is None or _mypy.listed_items(bound[1]) is not None:
         return None
@@ -85,7 +94,7 @@ def _targets(site: _mypy.CallSite, expr: _mypy.Expression, depth: int = 0) -> Op
     root, path = found
     bound = _mypy.loop_binding(site, root.name)
     if bound is None:
-        return (root, NAMED, (".".join(path),)) if path else None
+        return (_root(root), NAMED, (".".join(path),)) if path else None
     iterated = bound[1]
     receiver = _mypy.method_call_of(iterated, ("parameters", "named_parameters"))
     if receiver is not None:
@@ -121,29 +130,39 @@ def _strip_grad(expr: Any) -> Optional[_mypy.Expression]:
     return None
 
 
-def _grad_owner(func: Any, expr: _mypy.Expression, line: int) -> Optional[_mypy.Expression]:
+def _grad_owner(func: Any, expr: _mypy.Expression, line: int, depth: int = 0) -> Optional[_mypy.Expression]:
     """The parameter whose gradient `expr` is: `w` for `w.grad`, or for a
-    name bound to `w.grad` (or a view of it) before `line`."""
+    name bound to `w.grad` (or a view of it) before `line`, through any chain
+    of such bindings (`g = w.grad; h = g`)."""
     direct = _strip_grad(expr)
-    if direct is not None:
+    if direct is not None or depth > 8:
         return direct
     text = _mypy.expr_text(expr)
     bound = None
     for stmt in _mypy.assignments(func):
         if stmt.line < line and any(_mypy.expr_text(lv) == text for lv in stmt.lvalues):
-            bound = stmt.rvalue  # the last binding before the call
-    source = _mypy.alias_source(bound) if bound is not None else None
-    return _strip_grad(source) if source is not None else None
+            bound = stmt  # the last binding before the call
+    source = _mypy.alias_source(bound.rvalue) if bound is not None else None
+    if source is None or _mypy.expr_text(source) == text:
+        return None
+    return _grad_owner(func, source, bound.line, depth + 1)
+
+
+def _built_module(ctx: Any, expr: _mypy.Expression) -> Optional[Tuple[Root, str]]:
+    """A module argument that is no name (`spmd.sync_grads_in_backward(Block(h), "dp")`):
+    its text and the type the checker gave it."""
+    typ = _mypy.known_type(ctx.api, expr)
+    return (Root(_mypy.expr_text(expr), typ), "") if typ is not None else None
 
 
 def _sums_of(ctx: Any, func: Any, site: _mypy.CallSite) -> Iterator[Tuple[Root, Sum]]:
     call, name = site.call, site.fullname
     text = _mypy.expr_text(call)
-    if name in (SYNC_GRADS, ON_STEP):
-        at = 0 if name == SYNC_GRADS else 1
+    if name in (SYNC_GRADS, ON_STEP, IN_BACKWARD):
+        at = 1 if name == ON_STEP else 0
         if len(call.args) <= at:
             return
-        owner = _module_of(site, call.args[at])
+        owner = _module_of(site, call.args[at]) or _built_module(ctx, call.args[at])
         if owner is None:
             return
         prefix = (owner[1],) if owner[1] else ()
@@ -194,8 +213,10 @@ def _report(ctx: Any, problem: Problem, anchor: _mypy.Expression) -> None:
 
 
 def check_finishing(ctx: Any) -> _mypy.Type:
-    """The hook of the finishing calls: the contract of the whole function,
-    checked once, at its first finishing call."""
+    """The hook of the finishing calls, at a function's first one: the
+    function's own API sums go to the communication report, and the contract
+    is checked for each finishing function whose code includes this one's
+    (the function itself, or the callers in its file that call it as a helper)."""
     func = _mypy.current_function(ctx.api)
     if func is None:
         return ctx.default_return_type
@@ -203,74 +224,164 @@ def check_finishing(ctx: Any) -> _mypy.Type:
     first = next((s for s in sites if s.fullname in FINISHING), None)
     if first is None or first.call is not ctx.context:
         return ctx.default_return_type
-    by_root: Dict[str, Tuple[Root, List[Sum]]] = {}
-    for site in sites:
-        for root, s in _sums_of(ctx, func, site):
-            by_root.setdefault(root.name, (root, []))[1].append(s)
-    tree = getattr(ctx.api, "tree", None)
-    here = getattr(tree, "fullname", None)
-    for name, (root, sums) in by_root.items():
-        declared = _mypy.module_parameters(ctx.api, _mypy.name_type(root))
-        if declared is None:
-            continue
-        params = _params(declared, here)
-        for problem in check_contract(params, sums, name, f"{func.name}()"):
-            _report(ctx, problem, first.call)
+    _record_report(ctx, func, sites)
+    graph = _graph(ctx.api)
+    for root in graph.roots_of(func):
+        _check_contract_of(ctx, root, graph)
     return ctx.default_return_type
 
 
+def _check_contract_of(ctx: Any, func: Any, graph: "FinishingGraph") -> None:
+    """The contract of finishing function `func` with the sums of the helpers
+    it calls; a missing sum is reported at its first finishing call (an API
+    call or a helper call)."""
+    anchor = graph.first_finishing_call(func)
+    if anchor is None:
+        return
+    by_root: Dict[str, Tuple[Root, List[Sum]]] = {}
+    complete = True
+    for root, s in _all_sums(ctx, func, graph, ()):
+        if root is None:
+            complete = False  # a helper's sums this function's code cannot place
+            continue
+        by_root.setdefault(root.name, (root, []))[1].append(s)
+    here = getattr(getattr(ctx.api, "tree", None), "fullname", None)
+    for name, (root, sums) in by_root.items():
+        declared = _mypy.module_parameters(ctx.api, root.type)
+        if declared is None:
+            continue
+        fix = _fix_in_backward(ctx, func, name)
+        for problem in check_contract(_params(declared, here), sums, name, f"{func.name}()", fix):
+            if complete or problem.kind != "missing":
+                _report(ctx, problem, anchor)
+
+
+def _all_sums(ctx: Any, func: Any, graph: "FinishingGraph", stack: Tuple[Any, ...]) -> Iterator[Tuple[Optional[Root], Sum]]:
+    """The sums of `func`'s code: its own, and those of the finishing helpers
+    it calls, placed on its own roots (a helper's `block` parameter passed
+    `model.block`: its sums of `block.w` are sums of `model.block.w`); a
+    sum that cannot be placed is yielded with root None."""
+    for site in _mypy.calls_of_function(func):
+        yield from _sums_of(ctx, func, site)
+        callee = _mypy.called_function(site, func)
+        if callee is None or not graph.finishes(callee) or callee in stack or len(stack) > 4:
+            continue
+        bound = _mypy.bound_arguments(site, callee)
+        for root, s in _all_sums(ctx, callee, graph, stack + (func,)):
+            arg = bound.get(root.name) if root is not None else None
+            owner = _module_of(site, arg) if arg is not None else None
+            yield (owner[0], _placed(s, owner[1])) if owner is not None else (None, s)
+
+
+def _fix_in_backward(ctx: Any, func: Any, root: str) -> Optional[Callable[[str], str]]:
+    """For finishing code that installs `spmd.sync_grads_in_backward(root, ...)`:
+    the hint of a missing sum adds the axis to that call (a sum written after
+    it, at the installation, would run before any backward)."""
+    for site in _mypy.calls_of_function(func):
+        call = site.call
+        if site.fullname == IN_BACKWARD and call.args and _mypy.expr_text(call.args[0]) == root:
+            text = _mypy.expr_text(call)
+            return lambda axis: f"{text[:-1]}, '{axis}')"
+    return None
+
+
+def _placed(s: Sum, prefix: str) -> Sum:
+    """A helper's sum with its paths under the submodule `prefix` of the caller's root."""
+    if not prefix:
+        return s
+    if s.kind == NAMED:
+        paths = tuple(f"{prefix}.{p}" for p in s.params)
+    else:
+        paths = tuple(f"{prefix}.{p}" for p in s.params) or (prefix,)
+    return Sum(s.line, s.axis, s.kind, paths, s.text)
+
+
+def _record_report(ctx: Any, func: Any, sites: List[_mypy.CallSite]) -> None:
+    """The communication report's entries of `func`'s own API sums."""
+    here = getattr(getattr(ctx.api, "tree", None), "fullname", None)
+    for site in sites:
+        if site.fullname not in FINISHING:
+            continue
+        for root, s in _sums_of(ctx, func, site):
+            declared = _mypy.module_parameters(ctx.api, root.type)
+            if declared is not None:
+                _record_sums(ctx, site, root.name, s, _params(declared, here))
+
+
+class FinishingGraph:
+    """The functions of one module that finish gradients (call the API, or a
+    function of the module that does) and who calls whom among them."""
+
+    def __init__(self, functions: List[Any]) -> None:
+        ours = {id(f) for f in functions}
+        # each function's calls, with the function of the module each runs (or None)
+        self.sites: Dict[int, List[Tuple[_mypy.CallSite, Any]]] = {}
+        for f in functions:
+            found = [(s, _mypy.called_function(s, f)) for s in _mypy.calls_of_function(f)]
+            self.sites[id(f)] = [(s, c if c is not None and id(c) in ours else None) for s, c in found]
+        self.finishing = {id(f) for f in functions if self._reaches(id(f), set())}
+        self.callers: Dict[int, List[Any]] = {}
+        for f in functions:
+            for _, c in self.sites[id(f)] if id(f) in self.finishing else ():
+                if c is not None and id(c) in self.finishing and c is not f:
+                    self.callers.setdefault(id(c), []).append(f)
+
+    def _reaches(self, key: int, seen: set) -> bool:
+        seen.add(key)
+        return any(
+            s.fullname in FINISHING or (c is not None and id(c) not in seen and self._reaches(id(c), seen))
+            for s, c in self.sites.get(key, ())
+        )
+
+    def finishes(self, func: Any) -> bool:
+        """Whether `func` sums gradients (a function of another module: if it calls the API)."""
+        if id(func) in self.sites:
+            return id(func) in self.finishing
+        return any(s.fullname in FINISHING for s in _mypy.calls_of_function(func))
+
+    def roots_of(self, func: Any) -> List[Any]:
+        """The finishing functions no other finishing function of the module
+        calls, among `func` and its callers (transitively)."""
+        out: List[Any] = []
+        todo, seen = [func], set()
+        while todo:
+            f = todo.pop()
+            if id(f) not in seen:
+                seen.add(id(f))
+                callers = self.callers.get(id(f), [])
+                out += [] if callers else [f]
+                todo += callers
+        return out
+
+    def first_finishing_call(self, func: Any) -> Optional[_mypy.Expression]:
+        """`func`'s first API call or call of a finishing function."""
+        for site in _mypy.calls_of_function(func):
+            callee = _mypy.called_function(site, func)
+            if site.fullname in FINISHING or (callee is not None and self.finishes(callee)):
+                return site.call
+        return None
+
+
+_GRAPHS: Dict[int, Tuple[Any, FinishingGraph]] = {}  # checker identity -> (tree, graph): the last one
+
+
+def _graph(api: Any) -> FinishingGraph:
+    tree = getattr(api, "tree", None)
+    key = _mypy.checker_identity(api)
+    held = _GRAPHS.get(key)
+    if held is None or held[0] is not tree:
+        _GRAPHS.clear()
+        held = _GRAPHS[key] = (tree, FinishingGraph(_mypy.module_functions(tree) if tree is not None else []))
+    return held[1]
+
+
+def _record_sums(ctx: Any, site: _mypy.CallSite, root: str, s: Sum, params: List[Param]) -> None:
+    """The communication report's entries of one API sum: one all-reduce per
+    typed parameter it sums (comm_sites.GRADIENT_SYNC)."""
+    op = site.fullname.rsplit(".", 1)[-1]
+    for p in params:
+        if s.covers(p):
+            comm_sites.record_gradient_sum(ctx, site.call, op, s.axis, shown_path(root, p.path))
+
+
 HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {name: guarded(check_finishing, default_return) for name in FINISHING}
-
-
-# -- in-place collectives and live aliases --------------------------------------------
-
-
-def _aliases(func: Any, tensor: str, before: int) -> Dict[str, int]:
-    """name text -> line, for the names sharing `tensor`'s storage at line `before`."""
-    found: Dict[str, int] = {}
-    for stmt in _mypy.assignments(func):
-        if stmt.line >= before:
-            break
-        source = _mypy.alias_source(stmt.rvalue)
-        src = _mypy.expr_text(source) if source is not None else None
-        for lvalue in stmt.lvalues:
-            lv = _mypy.expr_text(lvalue)
-            found.pop(lv, None)
-            if lv == tensor:
-                found = {}  # tensor rebound: earlier aliases are of another tensor
-                if src is not None and src != tensor:
-                    found[src] = stmt.line
-            elif src == tensor:
-                found[lv] = stmt.line
-    return found
-
-
-def live_alias_message(call_name: str, tensor: str, alias: str, bound: int, read: int, axes: str) -> str:
-    over = f" over {axes}" if axes else ""
-    axis = axes.split(",")[0].strip() if axes else "<axis>"
-    return (
-        f"in-place torch.distributed.{call_name} of {tensor}{over} while {alias} (an alias of {tensor}, "
-        f"bound at line {bound}) is read at line {read}: the collective overwrites the storage both names share, "
-        f"so {alias} already holds the sum there (a gradient summed again through it is summed twice). "
-        f"Hint: {tensor} = spmd.all_reduce({tensor}, {axis}, src=P, dst=R)"
-    )
-
-
-def report_live_aliases(ctx: Any, call_name: str, axes: Optional[Tuple[str, ...]]) -> None:
-    """spmd-alias at an in-place raw collective whose tensor another name aliases
-    while that name is read after the call."""
-    func = _mypy.current_function(ctx.api)
-    call = ctx.context
-    if func is None or not getattr(call, "args", None):
-        return
-    tensor = _mypy.expr_text(call.args[0])
-    aliases = _aliases(func, tensor, call.line)
-    if not aliases:
-        return
-    for line, expr in sorted(_mypy.reads_after(func, call.line), key=lambda r: r[0]):
-        text = _mypy.expr_text(expr)
-        if text in aliases:
-            shown = ", ".join(repr(a) for a in axes) if axes else ""
-            msg = live_alias_message(call_name, tensor, text, aliases[text], line, shown)
-            ctx.api.fail(msg, call, code=SPMD_ALIAS)
-            return

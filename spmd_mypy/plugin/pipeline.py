@@ -216,16 +216,15 @@ def _annotated_target(file: Optional[str], line: int, column: int) -> bool:
 
 
 def _record_recv(ctx: Any, op: P2POp, axis: str, nograd: bool) -> None:
-    """A receive for the communication report, its size named by the name the
-    result is assigned to (`h = spmd.recv_prev(...)`: n(h))."""
+    """A receive for the communication report (its size is named by the name its
+    result is assigned to, which the report reads: comm_report.sizes)."""
     file = _mypy.checker_path(ctx.api)
     if file is None:
         return
     line, column = ctx.context.line, ctx.context.column
-    result = comm_sites.assigned_name(file, line, column)
     site = comm_sites.Site(
         file, line, column, _mypy.checking_function(ctx.api), P2P + op.name, (axis,), V, V,
-        result or "received", None, result, nograd, True,
+        "received value", None, None, nograd, True,
     )
     comm_sites.record(_mypy.checker_identity(ctx.api), site)
 

@@ -37,7 +37,7 @@ from . import _mypy
 from .callsite import grad_off
 from .carrier import carrier, spmd_of
 from .errors import SPMD_COLLECTIVE
-from .gradsync import report_live_aliases
+from .grad_aliases import report_live_aliases
 from .groups import axis_of
 from .guard import default_return, guarded
 from .nograd_regions import FUNCTION, NO_GRAD

@@ -6,6 +6,8 @@ vocab/gradsync.py).
     spmd.sync_grads(model, "dp", "tp", "pp") # sum every gradient pending on each axis, once
     spmd.sync_grad(block.ln_w, "tp")        # one parameter's gradient over one axis
     spmd.sync_grads_on_step(opt, model, "dp")  # the same as an optimizer-step pre-hook
+    model = spmd.sync_grads_in_backward(model, "dp")  # DDP-style: at the end of every backward
+    with spmd.no_sync(model): ...            # gradient accumulation: no sums in this backward
 
 A parameter's state on an axis comes from the `Annotated[Tensor, Spmd(...)]`
 its module class declares for it in the class body (read with
@@ -20,18 +22,19 @@ autograd (gradients are values here).
 
 from __future__ import annotations
 
+import contextlib
 import typing
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple, TypeVar
 
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from ..vocab.gradsync import COMPLETE, PENDING, SHARDED, grad_state
+from ..vocab.gradsync import PENDING, grad_state, summed_by_sync_grads
 from ..vocab.spec import Spmd
 from .mesh import AxisArg, resolve_axis
 
-__all__ = ["tie", "sync_grad", "sync_grads", "sync_grads_on_step", "grad_state_of"]
+__all__ = ["tie", "sync_grad", "sync_grads", "sync_grads_on_step", "sync_grads_in_backward", "no_sync", "grad_state_of"]
 
 TIED_ATTRIBUTE = "spmd_tied_axes"  # set on a Parameter by tie()
 
@@ -106,9 +109,8 @@ def sync_grads(module: nn.Module, *axes: str) -> None:
             if id(p) in seen:
                 continue
             seen.add(id(p))
-            if grad_state_of(sub, name, p, axis) in (COMPLETE, SHARDED):
-                continue
-            _sum_grad(p, axis)
+            if summed_by_sync_grads(grad_state_of(sub, name, p, axis)):
+                _sum_grad(p, axis)
 
 
 def sync_grads_on_step(optimizer: torch.optim.Optimizer, module: nn.Module, *axes: str) -> Any:
@@ -119,3 +121,56 @@ def sync_grads_on_step(optimizer: torch.optim.Optimizer, module: nn.Module, *axe
         sync_grads(module, *axes)
 
     return optimizer.register_step_pre_hook(hook)
+
+
+M = TypeVar("M", bound=nn.Module)
+BACKWARD_SYNC_ATTRIBUTE = "spmd_backward_sync"  # set on a module by sync_grads_in_backward()
+
+
+class _BackwardSync:
+    """The state of one sync_grads_in_backward(): the sum is queued once per
+    backward, by the first parameter whose gradient is accumulated."""
+
+    def __init__(self, module: nn.Module, axes: Tuple[str, ...]) -> None:
+        self.module, self.axes = module, axes
+        self.queued = False
+        self.enabled = True
+
+    def on_grad(self, param: Tensor) -> None:
+        if self.enabled and not self.queued:
+            self.queued = True
+            torch.autograd.Variable._execution_engine.queue_callback(self.finish)
+
+    def finish(self) -> None:
+        self.queued = False
+        sync_grads(self.module, *self.axes)
+
+
+def sync_grads_in_backward(module: M, *axes: str) -> M:
+    """DDP-style: at the end of every backward that reaches `module`'s
+    parameters, run `sync_grads(module, *axes)` (each pending gradient summed
+    over each axis, once), except inside `spmd.no_sync(module)`.  Returns
+    `module` itself, so its type, and the checker's typing of its calls, stay."""
+    if hasattr(module, BACKWARD_SYNC_ATTRIBUTE):
+        raise RuntimeError("sync_grads_in_backward: this module already sums its gradients in backward")
+    state = _BackwardSync(module, tuple(axes))
+    for p in module.parameters():
+        if p.requires_grad:
+            p.register_post_accumulate_grad_hook(state.on_grad)
+    setattr(module, BACKWARD_SYNC_ATTRIBUTE, state)
+    return module
+
+
+@contextlib.contextmanager
+def no_sync(module: nn.Module) -> Iterator[None]:
+    """Backward passes inside skip the sums of `sync_grads_in_backward(module, ...)`
+    (gradient accumulation: the gradients accumulate locally, and the first
+    backward outside sums them once)."""
+    state = getattr(module, BACKWARD_SYNC_ATTRIBUTE, None)
+    if state is None:
+        raise RuntimeError("no_sync: the module does not sum its gradients in backward (sync_grads_in_backward)")
+    before, state.enabled = state.enabled, False
+    try:
+        yield
+    finally:
+        state.enabled = before

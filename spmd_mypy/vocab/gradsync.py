@@ -33,7 +33,7 @@ read these tables.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Final, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Final, List, Mapping, Optional, Sequence, Tuple
 
 from .localtype import AxisType, local_kind
 from .spec import Spmd
@@ -61,6 +61,13 @@ WRONG_SUM: Final[Mapping[str, str]] = {
 PENDING_ONLY: Final = "pending"  # spmd.sync_grads(model, axis): the parameters pending there
 EVERY: Final = "every"  # a loop over model.parameters(): every parameter
 NAMED: Final = "named"  # spmd.sync_grad(w, axis), a loop over typed parameters
+
+
+def summed_by_sync_grads(state: Optional[str]) -> bool:
+    """Whether `spmd.sync_grads(model, axis)` sums a parameter whose gradient is
+    in `state` on the axis: every one not complete or sharded there (pending,
+    or declaring nothing on the axis, which DDP sums too)."""
+    return state not in (COMPLETE, SHARDED)
 
 
 def grad_state(t: Optional[AxisType]) -> Optional[str]:
@@ -107,7 +114,7 @@ class Sum:
             return param.path in self.params
         # PENDING_ONLY, EVERY: params names the submodule, if not the root ("layers.*": each layer)
         inside = not self.params or any(param.path.startswith(f"{m}.") for m in self.params)
-        return inside and (self.kind == EVERY or param.state(self.axis) == PENDING)
+        return inside and (self.kind == EVERY or summed_by_sync_grads(param.state(self.axis)))
 
 
 @dataclass(frozen=True)
@@ -132,10 +139,14 @@ def contract_axes(params: Sequence[Param], sums: Sequence[Sum]) -> List[str]:
     return sorted(axes)
 
 
-def check_contract(params: Sequence[Param], sums: Sequence[Sum], root: str, where: str) -> List[Problem]:
+def check_contract(
+    params: Sequence[Param], sums: Sequence[Sum], root: str, where: str, fix: Optional[Callable[[str], str]] = None
+) -> List[Problem]:
     """The problems of finishing code `sums` for the parameters of the module
-    written `root` in the code; `where` names the finishing code (messages).
-    A sum that is wrong for several parameters is one problem naming them all."""
+    written `root` in the code; `where` names the finishing code (messages);
+    `fix(axis)`, if given, is the call a missing sum's hint names (else the
+    sum of the one parameter, `sum_call`).  A sum that is wrong for several
+    parameters is one problem naming them all."""
     out: List[Problem] = []
     for axis in contract_axes(params, sums):
         extra: Dict[Tuple[str, int], List[Param]] = {}  # (kind, line) -> parameters
@@ -144,7 +155,8 @@ def check_contract(params: Sequence[Param], sums: Sequence[Sum], root: str, wher
             state = p.state(axis)
             hits = [s for s in sums if s.axis == axis and s.covers(p)]
             if state == PENDING and not hits:
-                out.append(Problem("missing", p, axis, None, missing_message(p, axis, root, where)))
+                hint = fix(axis) if fix is not None else sum_call(root, p.path, axis)
+                out.append(Problem("missing", p, axis, None, missing_message(p, axis, root, where, hint)))
             elif state == PENDING and len(hits) > 1:
                 extra.setdefault(("twice", hits[1].line), []).append(p)
                 firsts[("twice", hits[1].line)] = hits[0]
@@ -161,7 +173,7 @@ def check_contract(params: Sequence[Param], sums: Sequence[Sum], root: str, wher
     return out
 
 
-def missing_message(p: Param, axis: str, root: str, where: str) -> str:
+def missing_message(p: Param, axis: str, root: str, where: str, hint: str) -> str:
     why = (
         f"it is tied over '{axis}', so each copy's backward leaves only its own stage's addend"
         if axis in p.tied
@@ -170,7 +182,7 @@ def missing_message(p: Param, axis: str, root: str, where: str) -> str:
     return (
         f"gradient of {shown_path(root, p.path)} ({p.declared(axis)}) is never summed over '{axis}' by "
         f"{where}: {why}, and the ranks step with different partial gradients. "
-        f"Hint: {sum_call(root, p.path, axis)}"
+        f"Hint: {hint}"
     )
 
 
@@ -181,6 +193,8 @@ def shown_path(root: str, path: str) -> str:
 
 def sum_call(root: str, path: str, axis: str) -> str:
     """The call that sums one parameter's gradient over `axis` (a loop over a module list's elements)."""
+    if path.startswith("*."):  # each element of a list of model chunks
+        return f"for chunk in {root}: {sum_call('chunk', path[2:], axis)}"
     head, star, tail = path.partition(".*.")
     if not star:
         return f"spmd.sync_grad({root}.{path}, '{axis}')"

@@ -9,10 +9,13 @@ each job the worker records
     the package attributes are wrapped): its place in the example file
     (line, column of the call), the op, and its input's element count, dtype
     size and whether it requires grad;
+  - every call of the gradient-sync contract's `spmd.sync_grads` (wrapped the
+    same way): its place, and the element count and dtype size of each
+    parameter of the module whose gradient is set;
   - every torch.distributed call the runtime's kernels make (the functions are
     wrapped, as bench/bench_fsdp.py does): the c10d function, the bytes of the
-    buffer handed in, the group's size, and whether it ran in the backward pass
-    (autograd's engine is running a node).
+    buffer handed in, the group's size, whether it ran in the backward pass
+    (autograd's engine is running a node) and whether inside `sync_grads`.
 
 The drivers are example_drivers.py's, with its mesh sizes (DP, TP) set to
 the job's mesh in the worker, plus one for examples/tp_mlp.py, which has
@@ -32,6 +35,9 @@ from typing import Any, Callable, Dict, List, Tuple
 import torch
 
 from examples_gloo import EXAMPLES, load_example
+
+# The report's phase of the contract's sums (comm_sites.GRADIENT_SYNC; workers do not import the plugin).
+GRADIENT_SYNC = "gradient sync"
 
 WORLD = 2
 MESHES: Dict[str, Tuple[int, int]] = {"tp2": (1, 2), "dp2": (2, 1)}  # name -> (dp, tp)
@@ -88,14 +94,15 @@ class Recorder:
 
     def __init__(self) -> None:
         self.typed: List[Tuple[str, int, int, str, int, int, bool]] = []
-        self.c10d: List[Tuple[str, int, int, bool, bool]] = []
+        self.c10d: List[Tuple[str, int, int, str, bool]] = []  # (name, bytes, group size, phase, runtime-sized)
+        self.syncs: List[Tuple[str, int, int, str, Dict[str, Tuple[int, int]]]] = []
         self.partitioned_nodes: List[Any] = []  # autograd nodes of partitioned conversions
         self.in_partitioned = False
+        self.in_sync = False
         import torch.distributed as dist
 
         import spmd_mypy
-        from spmd_mypy.runtime import api
-        from spmd_mypy.runtime import partitioned
+        from spmd_mypy.runtime import api, gradsync, partitioned
 
         for op in _TYPED:
             setattr(spmd_mypy, op, self._typed(op, getattr(api, op)))
@@ -103,6 +110,7 @@ class Recorder:
             setattr(partitioned, fn, self._typed("partitioned." + fn, getattr(partitioned, fn)))
         for name in _C10D:
             setattr(dist, name, self._c10d(name, getattr(dist, name)))
+        setattr(spmd_mypy, "sync_grads", self._sync_grads(gradsync.sync_grads))
 
     def _typed(self, op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
@@ -126,6 +134,23 @@ class Recorder:
 
         return wrapped
 
+    def _sync_grads(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(module: torch.nn.Module, *axes: str) -> Any:
+            frame = sys._getframe(1)
+            import inspect
+
+            pos = inspect.getframeinfo(frame).positions
+            column = pos.col_offset if pos is not None and pos.col_offset is not None else -1
+            params = {n: (p.numel(), p.element_size()) for n, p in module.named_parameters() if p.grad is not None}
+            self.syncs.append((frame.f_code.co_filename, frame.f_lineno, column, "sync_grads", params))
+            self.in_sync = True
+            try:
+                return fn(module, *axes)
+            finally:
+                self.in_sync = False
+
+        return wrapped
+
     def _c10d(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         import torch.distributed as dist
 
@@ -134,7 +159,8 @@ class Recorder:
             g = dist.get_world_size(kwargs.get("group"))
             node = torch._C._current_autograd_node()
             runtime_sized = self.in_partitioned or any(node is n for n in self.partitioned_nodes)
-            self.c10d.append((name, t.numel() * t.element_size(), g, node is not None, runtime_sized))
+            phase = GRADIENT_SYNC if self.in_sync else "backward" if node is not None else "forward"
+            self.c10d.append((name, t.numel() * t.element_size(), g, phase, runtime_sized))
             return fn(*args, **kwargs)
 
         return wrapped
@@ -180,7 +206,7 @@ def run_job(job: Job, rank: int, state: Dict[str, Any]) -> Dict[str, Any]:
     import spmd_mypy as spmd
 
     rec: Recorder = state["recorder"]
-    rec.typed, rec.c10d, rec.partitioned_nodes = [], [], []
+    rec.typed, rec.c10d, rec.syncs, rec.partitioned_nodes = [], [], [], []
     dp, tp = {**MESHES, **WIDE_MESHES}[job.mesh]
     dp_rank, tp_rank = divmod(rank, tp)
     module = load_example(example_file(job.example), None, f"comms_{job.example}_{job.mesh}")
@@ -192,4 +218,8 @@ def run_job(job: Job, rank: int, state: Dict[str, Any]) -> Dict[str, Any]:
             driver = example_drivers.DRIVERS[job.example]
             driver.run(module, driver.inputs(), dp_rank, tp_rank)
     mine = os.path.abspath(EXAMPLES / example_file(job.example))
-    return {"typed": [t for t in rec.typed if os.path.abspath(t[0]) == mine], "c10d": list(rec.c10d)}
+    return {
+        "typed": [t for t in rec.typed if os.path.abspath(t[0]) == mine],
+        "syncs": [t for t in rec.syncs if os.path.abspath(t[0]) == mine],
+        "c10d": list(rec.c10d),
+    }

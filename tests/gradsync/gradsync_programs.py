@@ -10,7 +10,9 @@ ranks and compares the gradients with one process on the full tensors.
   sp  sequence parallelism over tp (mesh dp=1 x tp=2): a LayerNorm whose
       weight and bias are replicated over tp (R) and meet only this rank's
       tokens, so their gradients are pending on tp (Megatron sums them in
-      finalize_model_grads); the buggy finish sums over dp only.
+      finalize_model_grads); the buggy finish sums over dp only.  The same
+      with the sums installed in backward (`install_sp_*`, DDP-style), also
+      with two accumulated micro-batches under `spmd.no_sync`.
   dp  data parallelism (mesh dp=2): the weight is R on dp; the buggy
       finishes sum its gradient twice, by a loop over module.parameters()
       after the DDP-style call, or in place through a name bound to .grad.
@@ -62,6 +64,15 @@ def finish_sp_fixed(norm: SequenceParallelNorm) -> None:
     spmd.sync_grads(norm, "dp")
     for param in (norm.weight, norm.bias):
         spmd.sync_grad(param, "tp")
+
+
+def install_sp_buggy(norm: SequenceParallelNorm) -> SequenceParallelNorm:
+    """DDP-style, the sums at the end of every backward: over dp only."""
+    return spmd.sync_grads_in_backward(norm, "dp")  # expect: spmd-gradsync (never over tp)
+
+
+def install_sp_fixed(norm: SequenceParallelNorm) -> SequenceParallelNorm:
+    return spmd.sync_grads_in_backward(norm, "dp", "tp")
 
 
 class DataParallelMLP(nn.Module):

@@ -5,7 +5,9 @@ on the full tensors (float64, 1e-9).
 One spawn of 2 ranks runs every program: sp on a dp=1 x tp=2 mesh (each
 rank its half of the tokens), dp on a dp=2 mesh (each rank its half of the
 batch), pp on a pp=2 x dp=1 mesh (rank 0 the embedding stage, rank 1 the
-LM-head stage, activations and their gradients sent point to point).
+LM-head stage, activations and their gradients sent point to point).  The
+sp program runs also with its sums installed in backward
+(spmd.sync_grads_in_backward), once with two accumulated micro-batches.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def items() -> Tuple[Item, ...]:
     return (
         Item("sp_buggy", "sp", "finish_sp_buggy"),
         Item("sp_fixed", "sp", "finish_sp_fixed"),
+        Item("sp_in_backward_buggy", "sp", "install_sp_buggy"),
+        Item("sp_in_backward_fixed", "sp", "install_sp_fixed"),
+        Item("sp_accumulate_fixed", "sp", "install_sp_fixed"),
         Item("dp_twice", "dp", "finish_dp_twice"),
         Item("dp_alias", "dp", "finish_dp_alias"),
         Item("dp_fixed", "dp", "finish_dp_fixed"),
@@ -92,6 +97,26 @@ def _run_sp(finish: Any, rank: int) -> Dict[str, Any]:
     return {"sp.weight": plain(norm.weight.grad), "sp.bias": plain(norm.bias.grad)}
 
 
+def _run_sp_in_backward(install: Any, rank: int, micro_batches: int) -> Dict[str, Any]:
+    """The sums installed before backward (sync_grads_in_backward); with two
+    micro-batches, the first backward runs under spmd.no_sync."""
+    import gradsync_programs as prog
+    import spmd_mypy as spmd
+
+    d = full_inputs()
+    norm = install(prog.SequenceParallelNorm(d["sp_w"], d["sp_b"]))
+    rows = list(range(2 * rank, 2 * rank + 2))  # this tp rank's tokens
+    parts = [rows[k::micro_batches] for k in range(micro_batches)]
+    for k, part in enumerate(parts):
+        loss = prog.sp_loss(norm, d["sp_x"][part], d["sp_t"][part])
+        if k < len(parts) - 1:
+            with spmd.no_sync(norm):
+                loss.backward()
+        else:
+            loss.backward()
+    return {"sp.weight": plain(norm.weight.grad), "sp.bias": plain(norm.bias.grad)}
+
+
 def _run_dp(finish: Any, rank: int, mesh: Any) -> Dict[str, Any]:
     import gradsync_programs as prog
 
@@ -132,6 +157,8 @@ def run_item(item: Item, rank: int, meshes: Any) -> Dict[str, Any]:
 
     finish = getattr(prog, item.finish)
     with spmd.set_mesh(meshes[item.program]):
+        if item.program == "sp" and item.finish.startswith("install_"):
+            return _run_sp_in_backward(finish, rank, 2 if "accumulate" in item.id else 1)
         if item.program == "sp":
             return _run_sp(finish, rank)
         if item.program == "dp":

@@ -15,5 +15,5 @@ PROGRAMS = Path(__file__).resolve().with_name("gradsync_programs.py")
 def test_buggy_finishing_reported_fixed_clean() -> None:
     got, output = reported(PROGRAMS)
     want = marked(PROGRAMS, "spmd-gradsync")
-    assert len(want) == 7
+    assert len(want) == 8
     assert got == want, output

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from mypy.nodes import (
+    ARG_POS,
     AssignmentStmt,
     Block,
     CallExpr,
@@ -39,7 +40,7 @@ from mypy.nodes import (
 from mypy.types import Instance, Type, get_proper_type
 
 from .members import element_class, module_class, without_none
-from .tree import sub_blocks
+from .tree import functions_of, sub_blocks
 
 TIE = "spmd_mypy.runtime.gradsync.tie"
 
@@ -123,6 +124,46 @@ def calls_of_function(func: FuncDef) -> List[CallSite]:
     return out
 
 
+def called_function(site: CallSite, caller: FuncDef) -> Optional[FuncDef]:
+    """The function a call runs when the program defines it: `helper(...)`
+    (a function of some module) or `self.helper(...)` in a method (a method
+    of the caller's class or its bases); else None."""
+    callee = site.call.callee
+    node: Any = None
+    if isinstance(callee, NameExpr):
+        node = callee.node
+    elif isinstance(callee, MemberExpr) and isinstance(callee.expr, NameExpr) and callee.expr.name == "self":
+        info = caller.info if caller.info is not None and not caller.is_static else None
+        found = info.get(callee.name) if info is not None and hasattr(info, "get") else None
+        node = found.node if found is not None else None
+    if isinstance(node, Decorator):
+        node = node.func
+    return node if isinstance(node, FuncDef) and node.fullname else None
+
+
+def bound_arguments(site: CallSite, callee: FuncDef) -> Dict[str, Expression]:
+    """callee parameter name -> the argument expression `site` passes it
+    (positional and keyword arguments; the `self` of `self.helper(...)` is the caller's `self`)."""
+    names = list(callee.arg_names)
+    out: Dict[str, Expression] = {}
+    callee_expr = site.call.callee
+    if isinstance(callee_expr, MemberExpr) and names and callee.info is not None and not callee.is_static:
+        if names[0] is not None:
+            out[str(names[0])] = callee_expr.expr
+        names = names[1:]
+    for k, (arg, kind, name) in enumerate(zip(site.call.args, site.call.arg_kinds, site.call.arg_names)):
+        if name is not None:
+            out[name] = arg
+        elif kind == ARG_POS and k < len(names) and names[k] is not None:
+            out[str(names[k])] = arg
+    return out
+
+
+def module_functions(tree: Any) -> List[FuncDef]:
+    """The functions and methods of a module (outermost, not nested ones)."""
+    return list(functions_of(tree.defs))
+
+
 def member_path(expr: Expression) -> Optional[Tuple[NameExpr, Tuple[str, ...]]]:
     """`model.blocks.ln_w` -> (the NameExpr `model`, ("blocks", "ln_w"))."""
     names: List[str] = []
@@ -197,11 +238,23 @@ def module_parameters(api: Any, typ: Optional[Type], depth: int = 4) -> Optional
     list built in `__init__` from one class as `name.*`); None if typ is no
     module."""
     inst = module_class(typ)
+    prefix = ""
+    if inst is None:  # a list of model chunks (`model: List[GPTStage]`): each element's, as `*.`
+        inst, prefix = chunk_class(typ), "*."
     if inst is None:
         return None
     out: List[DeclaredParam] = []
-    _collect(api, inst.type, "", depth, out, set())
+    _collect(api, inst.type, prefix, depth, out, set())
     return out
+
+
+def chunk_class(typ: Optional[Type]) -> Optional[Instance]:
+    """M of a sequence of modules `List[M]` / `Sequence[M]` / `Tuple[M, ...]`
+    (Megatron's list of model chunks), else None."""
+    p = get_proper_type(without_none(typ)) if typ is not None else None
+    if isinstance(p, Instance) and len(p.args) == 1 and p.type.has_base("typing.Sequence"):
+        return module_class(p.args[0])
+    return None
 
 
 def _init_of(info: TypeInfo) -> Optional[FuncDef]:
