@@ -60,6 +60,11 @@ _RUNTIME = {
     "configurations": "configurations",
     "axis_size": "configurations",
     "axis_enabled": "configurations",
+    "send_next": "pipeline",
+    "send_prev": "pipeline",
+    "recv_prev": "pipeline",
+    "recv_next": "pipeline",
+    "wait_sends": "pipeline",
 }
 # Pure-Python vocabulary loaded on first use too: the mypy plugin imports this
 # package on every run and never plans a redistribution.
@@ -109,6 +114,7 @@ if TYPE_CHECKING:
     from .runtime.trusted import trusted
     from .runtime.gradsync import no_sync, sync_grad, sync_grads, sync_grads_in_backward, sync_grads_on_step, tie
     from .runtime.configurations import axis_enabled, axis_size, configurations
+    from .runtime.pipeline import recv_next, recv_prev, send_next, send_prev, wait_sends
     from .runtime import partitioned
 
 

@@ -31,6 +31,7 @@ of times per run):
                           collectives ask partitioned.py about PS/PSA operands)
   spmd.sync_grads & co.   gradsync.HOOKS          (the gradient-sync contract of the finishing
                                                   function; in-place collectives and live aliases)
+  spmd.send_next & co.    pipeline.HOOKS          (p2p between pipeline stages, against the boundary type)
   spmd.assert_like        layout_vars.HOOKS       (a flag-dependent Union tied to a witness)
   @spmd.configurations    configurations.*        (each configuration checked; its flags read
                                                   as Literals there, its errors named)
@@ -71,6 +72,7 @@ from . import (
     ops,
     parameters,
     partitioned,
+    pipeline,
     raw_collectives,
     reading,
     relation,
@@ -241,6 +243,7 @@ class SpmdPlugin(_mypy.Plugin):
         global_mode.configure(settings)
         ops.configure(settings.synced_rng)
         untyped_regions.configure(settings)
+        pipeline.configure(settings)
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
         )
@@ -264,6 +267,7 @@ class SpmdPlugin(_mypy.Plugin):
                 raw_collectives.HOOKS,
                 gradsync.HOOKS,
                 configurations.HOOKS,
+                pipeline.HOOKS,
                 megatron.HOOKS,
                 modules.function_hooks(_argument_hook),
                 group_calls,

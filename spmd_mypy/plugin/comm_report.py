@@ -34,7 +34,8 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 from ..vocab.collectives import Step, backward, plan
 from ..vocab.comm_volume import COMMUNICATING, Volume, grown, runtime_volume, step_volume
 from ..vocab.localtype import kind
-from .comm_sites import PHASE_COLLECTIVE, Site
+from ..vocab.pipeline import P2P_OPS, p2p_step
+from .comm_sites import P2P, PHASE_COLLECTIVE, Site
 
 __all__ = [
     "Entry",
@@ -106,6 +107,9 @@ _SPLITS = "all_to_all with per-rank splits the routing decides"
 def forward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
     """The steps of one call in forward (a site with a phase of its own: in that phase)."""
     name, exps = size if size is not None else (site.value, {})
+    if site.op.startswith(P2P):  # a message between pipeline stages (vocab/pipeline.py)
+        step = p2p_step(site.op[len(P2P):], False)
+        return [Entry(site, "forward", step, step_volume(step, site.axes, name, exps))]
     phase = site.phase or "forward"
     if site.op.startswith(PARTITIONED):  # seed 004: sizes known at run time only
         return [Entry(site, phase, Step(site.op, site.src, site.dst), runtime_volume(name, _SPLITS))]
@@ -122,6 +126,9 @@ def backward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
     if site.nograd or site.phase:
         return []
     name, exps = size if size is not None else (site.value, {})
+    if site.op.startswith(P2P):  # the gradient comes back the way the value went
+        step = p2p_step(site.op[len(P2P):], True)
+        return [Entry(site, "backward", step, step_volume(step, site.axes, name, exps))]
     if site.op.startswith(PARTITIONED):  # the pieces move back the way they came
         return [Entry(site, "backward", Step(site.op, site.dst, site.src), runtime_volume(name, _SPLITS))]
     steps = _steps(site)
@@ -134,6 +141,13 @@ def backward_entries(site: Site, size: Optional[Size] = None) -> List[Entry]:
     return out
 
 
+def _received_name(site: Site) -> Optional[str]:
+    """A receive between pipeline stages has no input: its size is named after
+    the name its result is assigned to (`h = spmd.recv_prev(...)`: n(h))."""
+    op = P2P_OPS.get(site.op[len(P2P):]) if site.op.startswith(P2P) else None
+    return site.result if op is not None and not op.sends else None
+
+
 def sizes(sites: Sequence[Site]) -> Dict[Site, Size]:
     """Each call's input size, named after the innermost input of a chain of nested
     calls that keep the size (`all_reduce(reinterpret(t, ...), ...)`: n(t))."""
@@ -142,9 +156,9 @@ def sizes(sites: Sequence[Site]) -> Dict[Site, Size]:
 
     def size(s: Site) -> Size:
         if s not in out:
-            out[s] = (s.value, {})
+            out[s] = (_received_name(s) or s.value, {})
             inner = at.get(s.value_call) if s.value_call is not None else None
-            if inner is not None and not inner.op.startswith(PARTITIONED):
+            if inner is not None and not inner.op.startswith((PARTITIONED, P2P)):
                 name, exps = size(inner)
                 for step in _steps(inner):
                     exps = grown(exps, step, inner.axes)

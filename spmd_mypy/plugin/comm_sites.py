@@ -5,7 +5,8 @@ spmd.reveal_comms.
 `comms.type_collective` (every typed collective and coercion goes through it:
 spmd.*, spmd_types', megatron-core's) calls `record_call` once a call's
 src/dst passed the vocabulary's `plan`; partitioned.py does for the
-partitioned-shard conversions (op "partitioned.<name>").  Sites are kept per file for the current
+partitioned-shard conversions (op "partitioned.<name>"), pipeline.py for the
+sends and receives between pipeline stages (op "p2p.<name>").  Sites are kept per file for the current
 check of that file (a new check of the file, e.g. in the daemon, starts its
 list again), deduplicated (mypy checks a deferred function or a function
 generic over a layout variable more than once).
@@ -28,12 +29,14 @@ from . import _mypy
 from .carrier import spmd_of
 from .sourcefile import file_version, parse_source, read_source
 
-__all__ = ["Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "record", "record_call", "record_gradient_sum", "sites_of", "files", "clear"]
+__all__ = ["Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "record", "record_call", "record_gradient_sum", "sites_of", "files", "clear"]
 
 # The phase of the gradient-sync contract's sums (spmd.sync_grads and friends, plugin/gradsync.py).
 GRADIENT_SYNC = "gradient sync"
 # The collective a site of each phase of its own runs (its op names the API call).
 PHASE_COLLECTIVE = {GRADIENT_SYNC: "all_reduce"}
+
+P2P = "p2p."  # the op of a send or receive between pipeline stages: "p2p.send_next" (pipeline.py)
 
 
 class Site(NamedTuple):

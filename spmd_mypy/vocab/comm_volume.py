@@ -12,6 +12,8 @@ and g the size of its group (the product of the axes' sizes):
   reinterpret      0                           L
   convert          0                           L, L / g (R|I -> V|S: a slice),
                                                g * L (V|S -> P: stacked or padded)
+  send_next & co.  L (a recv; a send: what      L
+                   the peer receives)
 
 These are the ring algorithms' figures (a ring sends what it receives, so
 they are also the bytes each device sends); an all_reduce is a
@@ -32,6 +34,7 @@ from typing import Dict, Final, Iterable, Mapping, NamedTuple, Tuple
 
 from .collectives import Step
 from .localtype import kind
+from .pipeline import P2P_OPS
 from .subaxis import axis_size
 
 __all__ = [
@@ -60,7 +63,7 @@ VOLUME: Final[Dict[str, _Row]] = {
     "all_reduce": _Row(2, 1, True),
     "all_to_all": _Row(1, 1),
 }
-COMMUNICATING: Final = frozenset(VOLUME)
+COMMUNICATING: Final = frozenset(VOLUME) | frozenset(P2P_OPS)
 
 
 def received_elements(op: str, g: int, local_in: int) -> int:
@@ -153,6 +156,8 @@ def step_volume(step: Step, axes: Tuple[str, ...], size: str, exps: Mapping[str,
     prod(axis ** exps[axis]) elements (the powers earlier steps grew or shrank it by)."""
     row = VOLUME.get(step.op)
     if row is None:
+        if step.op in P2P_OPS:  # a message between pipeline stages: all of it
+            return Volume(Fraction(1), (), tuple(sorted(exps.items())), size)
         return Volume(Fraction(0), (), (), size)
     total = dict(exps)
     for a in axes:

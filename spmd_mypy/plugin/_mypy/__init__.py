@@ -23,7 +23,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   members         classes and members: whose forward runs, redeclared attributes
   overrides       overrides of a torch method that differ only by carriers
   partial_sites   where code declares a product a pending sum (a look-ahead)
-  finals          the value of a module-level Final name
+  finals          the value of a module-level Final name; a type alias's target
   signatures      signatures built from declared types (spmd.trusted)
   group_types     process groups that stand for mesh axes (AxisGroup[Literal[...]])
   typevars        type variables with values: layouts that follow a configuration
@@ -130,7 +130,7 @@ from .members import (
 )
 from .overrides import ignore_carrier_overrides
 from .reword import error_mark, reword_since
-from .finals import final_name, module_file, module_value, resolve_in_module
+from .finals import alias_target, final_name, module_file, module_value, resolve_in_module
 from .partial_sites import declared_partial, source_text, span
 from .group_types import (
     GROUP_CARRIER,
@@ -376,6 +376,7 @@ __all__ = [
     "without_none",
     "ignore_carrier_overrides",
     # finals
+    "alias_target",
     "final_name",
     "module_file",
     "module_value",

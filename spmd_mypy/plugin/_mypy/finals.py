@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from mypy.nodes import AssignmentStmt, Expression, MypyFile, NameExpr, RefExpr, Var
+from mypy.nodes import AssignmentStmt, Expression, MypyFile, NameExpr, RefExpr, TypeAlias, Var
+from mypy.types import Type, get_proper_type
+
+
+def alias_target(expr: Expression) -> Optional[Type]:
+    """The type a reference to a non-generic type alias names (`spmd=Hidden`
+    with `Hidden = Annotated[Tensor, Spmd(tp=I)]`), None for anything else."""
+    node = expr.node if isinstance(expr, RefExpr) else None
+    if not isinstance(node, TypeAlias) or node.alias_tvars:
+        return None
+    return get_proper_type(node.target)
 
 
 def final_name(expr: Expression) -> Optional[Tuple[str, str]]:
