@@ -27,7 +27,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from ..vocab.localtype import P, R, AxisType
 from . import _mypy
 from .carrier import spmd_of
-from .sourcefile import file_version, parse_source, read_source
+from .sourcefile import FileIndex
 
 __all__ = ["Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "record", "record_call", "record_gradient_sum", "sites_of", "files", "clear"]
 
@@ -59,7 +59,6 @@ class Site(NamedTuple):
 
 
 _SITES: Dict[str, Tuple[int, Dict[Site, None]]] = {}  # file -> (checker, sites in order)
-_TARGETS: Dict[str, Tuple[Optional[Tuple[int, int]], Dict[Tuple[int, int], str]]] = {}
 
 
 def record(checker: int, site: Site) -> None:
@@ -116,23 +115,18 @@ def files() -> List[str]:
 
 def clear() -> None:
     _SITES.clear()
-    _TARGETS.clear()
+    _TARGETS.cache.clear()
 
 
 def assigned_name(file: str, line: int, column: int) -> Optional[str]:
     """The target of `target = <the call at line:column>`, as written; None if the
     call is not the whole right-hand side of a single-target assignment."""
-    version = file_version(file)
-    cached = _TARGETS.get(file)
-    if cached is None or cached[0] != version:
-        cached = _TARGETS[file] = (version, _targets(file))
-    return cached[1].get((line, column))
+    return _TARGETS.of(file).get((line, column))
 
 
-def _targets(file: str) -> Dict[Tuple[int, int], str]:
-    tree = parse_source(read_source(file))
+def _targets(tree: ast.AST) -> Dict[Tuple[int, int], str]:
     out: Dict[Tuple[int, int], str] = {}
-    for node in ast.walk(tree) if tree is not None else ():
+    for node in ast.walk(tree):
         value = getattr(node, "value", None)
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target: ast.expr = node.targets[0]
@@ -143,3 +137,7 @@ def _targets(file: str) -> Dict[Tuple[int, int], str]:
         if isinstance(value, ast.Call):
             out[(value.lineno, value.col_offset)] = ast.unparse(target)
     return out
+
+
+# call position -> the name its result is assigned to, per file version
+_TARGETS: FileIndex[Dict[Tuple[int, int], str]] = FileIndex(lambda data: True, _targets, {})

@@ -51,7 +51,7 @@ from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_GROUP
 from .groups import axis_of, unnamed_axis_message
 from .guard import default_return, guarded
 from .reading import check_axes
-from .sourcefile import file_version, parse_source, read_source
+from .sourcefile import FileIndex
 from .spec_argument import spec_argument
 
 __all__ = ["HOOKS", "configure"]
@@ -195,24 +195,21 @@ def _recv(ctx: Any, op: P2POp) -> _mypy.Type:
     return _mypy.replace_tensors(default, carrier(ctx.api, received_type(found[0], axis, nograd)))
 
 
-_ANNOTATED: Dict[str, Tuple[object, Set[Tuple[int, int]]]] = {}  # file -> (version, call positions)
+def _annotated_calls(tree: ast.AST) -> Set[Tuple[int, int]]:
+    """The positions of calls that are the value of an annotated assignment (`h: T = call`)."""
+    return {
+        (node.value.lineno, node.value.col_offset)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Call)
+    }
+
+
+_ANNOTATED: FileIndex[Set[Tuple[int, int]]] = FileIndex(lambda data: True, _annotated_calls, set())
 
 
 def _annotated_target(file: Optional[str], line: int, column: int) -> bool:
     """Is the call at line:column the value of an annotated assignment (`h: T = call`)?"""
-    if file is None:
-        return False
-    version = file_version(file)
-    cached = _ANNOTATED.get(file)
-    if cached is None or cached[0] != version:
-        tree = parse_source(read_source(file))
-        calls = {
-            (node.value.lineno, node.value.col_offset)
-            for node in (ast.walk(tree) if tree is not None else ())
-            if isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Call)
-        }
-        cached = _ANNOTATED[file] = (version, calls)
-    return (line, column) in cached[1]
+    return (line, column) in _ANNOTATED.of(file)
 
 
 def _record_recv(ctx: Any, op: P2POp, axis: str, nograd: bool) -> None:
