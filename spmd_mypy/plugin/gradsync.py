@@ -220,12 +220,12 @@ def check_finishing(ctx: Any) -> _mypy.Type:
     func = _mypy.current_function(ctx.api)
     if func is None:
         return ctx.default_return_type
-    sites = _mypy.calls_of_function(func)
+    graph = _graph(ctx.api)
+    sites = [site for site, _ in graph.calls(func)]
     first = next((s for s in sites if s.fullname in FINISHING), None)
     if first is None or first.call is not ctx.context:
         return ctx.default_return_type
     _record_report(ctx, func, sites)
-    graph = _graph(ctx.api)
     for root in graph.roots_of(func):
         _check_contract_of(ctx, root, graph)
     return ctx.default_return_type
@@ -250,7 +250,7 @@ def _check_contract_of(ctx: Any, func: Any, graph: "FinishingGraph") -> None:
         declared = _mypy.module_parameters(ctx.api, root.type)
         if declared is None:
             continue
-        fix = _fix_in_backward(ctx, func, name)
+        fix = _fix_in_backward(graph, func, name)
         for problem in check_contract(_params(declared, here), sums, name, f"{func.name}()", fix):
             if complete or problem.kind != "missing":
                 _report(ctx, problem, anchor)
@@ -261,9 +261,8 @@ def _all_sums(ctx: Any, func: Any, graph: "FinishingGraph", stack: Tuple[Any, ..
     it calls, placed on its own roots (a helper's `block` parameter passed
     `model.block`: its sums of `block.w` are sums of `model.block.w`); a
     sum that cannot be placed is yielded with root None."""
-    for site in _mypy.calls_of_function(func):
+    for site, callee in graph.calls(func):
         yield from _sums_of(ctx, func, site)
-        callee = _mypy.called_function(site, func)
         if callee is None or not graph.finishes(callee) or callee in stack or len(stack) > 4:
             continue
         bound = _mypy.bound_arguments(site, callee)
@@ -273,11 +272,11 @@ def _all_sums(ctx: Any, func: Any, graph: "FinishingGraph", stack: Tuple[Any, ..
             yield (owner[0], _placed(s, owner[1])) if owner is not None else (None, s)
 
 
-def _fix_in_backward(ctx: Any, func: Any, root: str) -> Optional[Callable[[str], str]]:
+def _fix_in_backward(graph: "FinishingGraph", func: Any, root: str) -> Optional[Callable[[str], str]]:
     """For finishing code that installs `spmd.sync_grads_in_backward(root, ...)`:
     the hint of a missing sum adds the axis to that call (a sum written after
     it, at the installation, would run before any backward)."""
-    for site in _mypy.calls_of_function(func):
+    for site, _ in graph.calls(func):
         call = site.call
         if site.fullname == IN_BACKWARD and call.args and _mypy.expr_text(call.args[0]) == root:
             text = _mypy.expr_text(call)
@@ -313,12 +312,11 @@ class FinishingGraph:
     function of the module that does) and who calls whom among them."""
 
     def __init__(self, functions: List[Any]) -> None:
-        ours = {id(f) for f in functions}
-        # each function's calls, with the function of the module each runs (or None)
+        self.ours = {id(f) for f in functions}
+        # each function's calls, with the function of the program each runs (or None)
         self.sites: Dict[int, List[Tuple[_mypy.CallSite, Any]]] = {}
         for f in functions:
-            found = [(s, _mypy.called_function(s, f)) for s in _mypy.calls_of_function(f)]
-            self.sites[id(f)] = [(s, c if c is not None and id(c) in ours else None) for s, c in found]
+            self.calls(f)
         self.finishing = {id(f) for f in functions if self._reaches(id(f), set())}
         self.callers: Dict[int, List[Any]] = {}
         for f in functions:
@@ -326,18 +324,25 @@ class FinishingGraph:
                 if c is not None and id(c) in self.finishing and c is not f:
                     self.callers.setdefault(id(c), []).append(f)
 
+    def calls(self, func: Any) -> List[Tuple[_mypy.CallSite, Any]]:
+        """`func`'s calls with the function each runs, read once (another module's too)."""
+        found = self.sites.get(id(func))
+        if found is None:
+            found = self.sites[id(func)] = [(s, _mypy.called_function(s, func)) for s in _mypy.calls_of_function(func)]
+        return found
+
     def _reaches(self, key: int, seen: set) -> bool:
         seen.add(key)
         return any(
-            s.fullname in FINISHING or (c is not None and id(c) not in seen and self._reaches(id(c), seen))
+            s.fullname in FINISHING or (c is not None and id(c) in self.ours and id(c) not in seen and self._reaches(id(c), seen))
             for s, c in self.sites.get(key, ())
         )
 
     def finishes(self, func: Any) -> bool:
         """Whether `func` sums gradients (a function of another module: if it calls the API)."""
-        if id(func) in self.sites:
+        if id(func) in self.ours:
             return id(func) in self.finishing
-        return any(s.fullname in FINISHING for s in _mypy.calls_of_function(func))
+        return any(s.fullname in FINISHING for s, _ in self.calls(func))
 
     def roots_of(self, func: Any) -> List[Any]:
         """The finishing functions no other finishing function of the module
@@ -355,8 +360,7 @@ class FinishingGraph:
 
     def first_finishing_call(self, func: Any) -> Optional[_mypy.Expression]:
         """`func`'s first API call or call of a finishing function."""
-        for site in _mypy.calls_of_function(func):
-            callee = _mypy.called_function(site, func)
+        for site, callee in self.calls(func):
             if site.fullname in FINISHING or (callee is not None and self.finishes(callee)):
                 return site.call
         return None
