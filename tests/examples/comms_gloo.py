@@ -114,13 +114,9 @@ class Recorder:
 
     def _typed(self, op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(x: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            frame = sys._getframe(1)
-            import inspect
-
-            pos = inspect.getframeinfo(frame).positions
-            column = pos.col_offset if pos is not None and pos.col_offset is not None else -1
+            file, line, column = _caller()
             grad = x.requires_grad and torch.is_grad_enabled()
-            self.typed.append((frame.f_code.co_filename, frame.f_lineno, column, op, x.numel(), x.element_size(), grad))
+            self.typed.append((file, line, column, op, x.numel(), x.element_size(), grad))
             if not op.startswith("partitioned."):
                 return fn(x, *args, **kwargs)
             self.in_partitioned = True
@@ -136,13 +132,9 @@ class Recorder:
 
     def _sync_grads(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(module: torch.nn.Module, *axes: str) -> Any:
-            frame = sys._getframe(1)
-            import inspect
-
-            pos = inspect.getframeinfo(frame).positions
-            column = pos.col_offset if pos is not None and pos.col_offset is not None else -1
+            file, line, column = _caller()
             params = {n: (p.numel(), p.element_size()) for n, p in module.named_parameters() if p.grad is not None}
-            self.syncs.append((frame.f_code.co_filename, frame.f_lineno, column, "sync_grads", params))
+            self.syncs.append((file, line, column, "sync_grads", params))
             self.in_sync = True
             try:
                 return fn(module, *axes)
@@ -164,6 +156,16 @@ class Recorder:
             return fn(*args, **kwargs)
 
         return wrapped
+
+
+def _caller() -> Tuple[str, int, int]:
+    """(file, line, column) of the call of a wrapped function: its caller's frame."""
+    import inspect
+
+    frame = sys._getframe(2)
+    pos = inspect.getframeinfo(frame).positions
+    column = pos.col_offset if pos is not None and pos.col_offset is not None else -1
+    return frame.f_code.co_filename, frame.f_lineno, column
 
 
 def _nodes_between(top: Any, bottom: Any) -> List[Any]:
