@@ -23,7 +23,9 @@ a declared attribute is the declared parameter, so it has the declared type
 when x is fresh from a factory (`torch.empty(...)`: `*=R, nograd`, the same
 local values on every rank, a valid local shard of any type) or of unknown
 type; a typed x keeps its own type (with a gradient: a parameter is a leaf
-that gets one) and is checked against the declaration.  Elsewhere
+that gets one) and is checked against the declaration.  The write hook only
+notes the call; its own hook decides when mypy types it, from x's type
+then, so no value is typed ahead of the checker.  Elsewhere
 `nn.Parameter(x)` keeps x's type the same way.  torch.nn.init's in-place
 initializers (vocab.torch_classes.INIT_IN_PLACE) return their argument, type
 unchanged.
@@ -61,7 +63,7 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
         relaxed = _mypy.attribute_write_type(ctx, name)
         if relaxed is None:
             return ctx.default_attr_type
-        _declare_written_parameter(ctx)
+        _declare_written_parameter(ctx, name)
         _check_written_value(ctx, name)
         return relaxed
 
@@ -93,41 +95,38 @@ def _check_written_value(ctx: Any, name: str) -> None:
     written = _mypy.written_value(ctx.api, ctx.context)
     for value in _mypy.branches(written) if written is not None else ():  # each branch of `a if c else b`
         if _mypy.plain_tensor_call(value) and _declared_for(value) is not None:
-            continue  # a parameter that takes the declared type
-        pairs = _mypy.tensor_pairs(_mypy.quietly_typed(ctx.api, value), ctx.default_attr_type)
-        for got_t, want_t in pairs or ():
-            got, want = spmd_of(got_t), wants_of(want_t)
-            if got is not None and want is not None:
-                report_against(ctx.api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)
+            continue  # a parameter: its own hook checks it (_parameter)
+        _check_against_declared(ctx.api, value, _mypy.quietly_typed(ctx.api, value), name, ctx.default_attr_type)
+
+
+def _check_against_declared(api: Any, value: Any, typ: _mypy.Type, name: str, declared: _mypy.Type) -> None:
+    for got_t, want_t in _mypy.tensor_pairs(typ, declared) or ():
+        got, want = spmd_of(got_t), wants_of(want_t)
+        if got is not None and want is not None:
+            report_against(api, value, got, want, f"Value written to attribute {name!r}", SPMD_ASSIGN)
 
 
 # `nn.Parameter(...)` calls written to a declared attribute: id -> (the call,
-# the declared carrier).  The write hook runs before mypy types the value.
-_DECLARED: Dict[int, Tuple[object, _mypy.Type]] = {}
+# the declared carrier, the attribute's name, its declared type).  The write
+# hook runs before mypy types the value; the call's own hook (_parameter),
+# which runs when mypy types it, decides from x's type then.
+_DECLARED: Dict[int, Tuple[object, _mypy.Type, str, _mypy.Type]] = {}
 
 
-def _declare_written_parameter(ctx: Any) -> None:
+def _declare_written_parameter(ctx: Any, name: str) -> None:
     value = _mypy.written_value(ctx.api, ctx.context)
     declared = _mypy.without_none(ctx.default_attr_type)
     if value is None or declared is None or _mypy.carried(declared) is None:
         return
     for call in _mypy.parameter_calls(value):  # the value, or the branches of `... if c else None`
-        actual = spmd_of(_argument_type(ctx, call))
-        if actual is not None and not _fresh(actual):
-            continue  # a typed value: it keeps its type and is checked
         if len(_DECLARED) > 4096:
             _DECLARED.clear()
-        _DECLARED[id(call)] = (call, declared)
+        _DECLARED[id(call)] = (call, declared, name, ctx.default_attr_type)
 
 
-def _argument_type(ctx: Any, call: Any) -> Optional[_mypy.Type]:
-    first = _mypy.first_argument(call)
-    return _mypy.quietly_typed(ctx.api, first) if first is not None else None
-
-
-def _declared_for(call: object) -> Optional[_mypy.Type]:
+def _declared_for(call: object) -> Optional[Tuple[object, _mypy.Type, str, _mypy.Type]]:
     hit = _DECLARED.get(id(call))
-    return hit[1] if hit is not None and hit[0] is call else None
+    return hit if hit is not None and hit[0] is call else None
 
 
 def _fresh(actual: Optional[Spmd]) -> bool:
@@ -137,15 +136,20 @@ def _fresh(actual: Optional[Spmd]) -> bool:
 
 def _parameter(ctx: Any) -> _mypy.Type:
     """`nn.Parameter(x)`: the declared type where written to a declared
-    attribute, else x's type with a gradient (see the module docstring)."""
-    declared = _declared_for(ctx.context)
-    if declared is not None:
-        return declared
+    attribute and x is fresh or of unknown type, else x's type with a
+    gradient (see the module docstring), checked against the declaration
+    where written to one."""
+    hit = _declared_for(ctx.context)
     x = one_arg(ctx, "data")
     actual = spmd_of(x[1]) if x is not None else None
+    if hit is not None and (actual is None or _fresh(actual)):
+        return hit[1]
     if actual is None or not _mypy.is_tensor(ctx.default_return_type):
         return ctx.default_return_type
-    return carrier(ctx.api, Spmd.of(actual.axes, actual.spec, False, actual.rest))
+    typed = carrier(ctx.api, Spmd.of(actual.axes, actual.spec, False, actual.rest))
+    if hit is not None:
+        _check_against_declared(ctx.api, ctx.context, typed, hit[2], hit[3])
+    return typed
 
 
 def _init(ctx: Any) -> _mypy.Type:

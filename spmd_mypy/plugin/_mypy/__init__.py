@@ -226,7 +226,7 @@ from .configurations import (
     set_return_type,
 )
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
-from .writes import branches, first_argument, parameter_calls, plain_tensor_call, quietly_typed, written_value
+from .writes import branches, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
 __all__ = [
     "MODULE_SCOPE",
@@ -362,7 +362,6 @@ __all__ = [
     "attribute_read",
     "declared_below",
     "branches",
-    "first_argument",
     "parameter_calls",
     "forward_owner",
     "holds_carrier",

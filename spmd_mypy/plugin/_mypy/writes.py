@@ -86,13 +86,6 @@ def quietly_typed(api: Any, expr: Expression) -> Type:
         return api.expr_checker.accept(expr)
 
 
-def first_argument(call: Expression) -> Optional[Expression]:
-    """The first positional argument of a call, else None."""
-    if isinstance(call, CallExpr) and call.args and call.arg_kinds[0] == ARG_POS:
-        return call.args[0]
-    return None
-
-
 def branches(expr: Expression) -> List[Expression]:
     """The values a written expression may be: the branches of `a if c else b`
     (nested), else the expression itself."""
