@@ -39,7 +39,11 @@ def reports(paths: Sequence[str], config_file: Optional[str] = None) -> Tuple[Li
     from .plugin._mypy.typed_share import check
 
     comm_sites.clear()
-    messages = check(paths, config_file)
+    comm_sites.collecting(True)
+    try:
+        messages = check(paths, config_file)
+    finally:
+        comm_sites.collecting(False)
     wanted = _wanted(paths)
     out = []
     for file in comm_sites.files():

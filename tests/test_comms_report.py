@@ -75,3 +75,28 @@ def test_nograd_and_untyped_inputs() -> None:
     assert report.phases["backward"] == []
     assert [e.site.value for e in report.phases[UNKNOWN_GRAD]] == ["p.grad"]
     assert report_text(report, "f.py")[0] == "f.py::f"
+
+
+def test_sites_recorded_only_where_read() -> None:
+    """A plain check records no site (the editor's run pays nothing for the
+    report); the report's run records every typed call; a file that calls
+    spmd.reveal_comms records its own without a report."""
+    script = (
+        "import os, sys, tempfile\n"
+        "from spmd_mypy.plugin import comm_sites\n"
+        "from spmd_mypy.plugin._mypy.typed_share import check\n"
+        "from spmd_mypy.comms import reports\n"
+        "check(['examples/tp_mlp.py'])\n"
+        "print('plain', len(comm_sites.files()))\n"
+        "found, _ = reports(['examples/tp_mlp.py'])\n"
+        "print('report', len(comm_sites.files()), len(found))\n"
+        "comm_sites.clear()\n"
+        "asking = os.path.join(tempfile.mkdtemp(), 'asks.py')\n"
+        "body = open('examples/tp_mlp.py').read()\n"
+        "open(asking, 'w').write(body + '\\n\\ndef _comms() -> None:\\n    spmd.reveal_comms(TensorParallelMLP.forward)\\n')\n"
+        "messages = check([asking])\n"
+        "print('asks', len(comm_sites.files()), any('forward: 1 collective(s)' in m for m in messages))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:3] == ["plain 0", "report 1 1", "asks 1 True"], proc.stdout + proc.stderr

@@ -17,6 +17,11 @@ input; the types come from the checker.  It is looked up when the sites are
 read (`sites_of`: a report), never while checking: parsing and walking
 every checked file for it cost about a fifth of a whole check of the user's
 code (bench_scale's distinct codebase, profiled).
+
+Sites are recorded only where something will read them: while a report
+collects (`collecting(True)`, python -m spmd_mypy.comms), and in a file that
+calls spmd.reveal_comms (found in its bytes).  A plain mypy run, the
+editor's among them, builds none.
 """
 
 from __future__ import annotations
@@ -29,7 +34,10 @@ from . import _mypy
 from .carrier import spmd_of
 from .sourcefile import FileIndex
 
-__all__ = ["Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "record", "record_call", "record_gradient_sum", "sites_of", "files", "clear"]
+__all__ = [
+    "Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "collecting", "wanted", "record", "record_call",
+    "record_gradient_sum", "sites_of", "files", "clear",
+]
 
 # The phase of the gradient-sync contract's sums (spmd.sync_grads and friends, plugin/gradsync.py).
 GRADIENT_SYNC = "gradient sync"
@@ -60,6 +68,18 @@ class Site(NamedTuple):
 
 _SITES: Dict[str, Tuple[int, Dict[Site, None]]] = {}  # file -> (checker, sites in order)
 
+_COLLECTING = [False]  # a report reads every checked file's sites
+
+
+def collecting(on: bool) -> None:
+    """Record every file's sites (a report's run), or only where asked."""
+    _COLLECTING[0] = on
+
+
+def wanted(api: Any) -> bool:
+    """Whether the sites of the file `api` checks will be read."""
+    return _COLLECTING[0] or _ASKS.of(_mypy.checker_path(api), _mypy.check_owner(api))
+
 
 def record(checker: int, site: Site) -> None:
     """Keep `site` for its file's current check (`checker` identifies the check)."""
@@ -74,7 +94,7 @@ def record_call(
 ) -> None:
     """The call of a hook's `ctx`: `op` on `x` over `axes` from src to dst."""
     file = _mypy.checker_path(ctx.api)
-    if file is None:
+    if file is None or not wanted(ctx.api):
         return
     line, column = ctx.context.line, ctx.context.column
     found = [spmd_of(t) for t in _mypy.union_alternatives(x[1]) or [x[1]]]
@@ -91,7 +111,7 @@ def record_gradient_sum(ctx: Any, call: _mypy.Expression, op: str, axis: str, pa
     runs over `axis` on the gradient of `param` (as written, `model.w`): an
     all-reduce of P into R, outside autograd, in the phase GRADIENT_SYNC."""
     file = _mypy.checker_path(ctx.api)
-    if file is None:
+    if file is None or not wanted(ctx.api):
         return
     site = Site(
         file, call.line, call.column, _mypy.checking_function(ctx.api), op, (axis,), P, R, param,
@@ -116,6 +136,7 @@ def files() -> List[str]:
 def clear() -> None:
     _SITES.clear()
     _TARGETS.cache.clear()
+    _ASKS.cache.clear()
 
 
 def assigned_name(file: str, line: int, column: int) -> Optional[str]:
@@ -141,3 +162,5 @@ def _targets(tree: ast.AST) -> Dict[Tuple[int, int], str]:
 
 # call position -> the name its result is assigned to, per file version
 _TARGETS: FileIndex[Dict[Tuple[int, int], str]] = FileIndex(lambda data: True, _targets, {})
+# Files that call spmd.reveal_comms (parsed only when their bytes mention it).
+_ASKS: FileIndex[bool] = FileIndex(lambda data: b"reveal_comms" in data, lambda tree: True, False)

@@ -216,7 +216,7 @@ def _record_recv(ctx: Any, op: P2POp, axis: str, nograd: bool) -> None:
     """A receive for the communication report (its size is named by the name its
     result is assigned to, which the report reads: comm_report.sizes)."""
     file = _mypy.checker_path(ctx.api)
-    if file is None:
+    if file is None or not comm_sites.wanted(ctx.api):
         return
     line, column = ctx.context.line, ctx.context.column
     site = comm_sites.Site(
