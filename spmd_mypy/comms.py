@@ -27,7 +27,7 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .plugin import comm_sites
-from .plugin.comm_report import LEGEND, FunctionReport, function_report, report_text
+from .plugin.comm_report import LEGEND, FunctionReport, configurations, function_report, report_text
 
 __all__ = ["main", "reports"]
 
@@ -51,7 +51,7 @@ def reports(paths: Sequence[str], config_file: Optional[str] = None) -> Tuple[Li
             continue
         sites = comm_sites.sites_of(file)
         functions: Dict[str, None] = dict.fromkeys(s.function for s in sites)
-        out += [function_report(file, f, sites) for f in functions]
+        out += [function_report(file, f, sites, c) for f in functions for c in configurations(f, sites)]
     return out, messages
 
 
@@ -70,7 +70,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print()
         print("\n".join(report_text(report, os.path.relpath(report.file))))
     errors = [m for m in messages if ": error:" in m]
-    print(f"\n{len(found)} functions with collectives; mypy reported {len(errors)} errors"
+    print(f"\n{len(found)} function reports with collectives (a configured function: one per configuration); "
+          f"mypy reported {len(errors)} errors"
           + (" (run mypy to see them)" if errors else ""))
     return 0
 

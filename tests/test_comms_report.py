@@ -100,3 +100,63 @@ def test_sites_recorded_only_where_read() -> None:
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:3] == ["plain 0", "report 1 1", "asks 1 True"], proc.stdout + proc.stderr
+
+
+CONFIGURED = '''
+from typing import Annotated, Union
+import torch.nn.functional as F
+from torch import Tensor, nn
+import spmd_mypy as spmd
+from spmd_mypy import Spmd, I, R, S
+
+Hidden = Union[Annotated[Tensor, Spmd(tp=I)], Annotated[Tensor, Spmd(tp=S(0))]]
+
+
+class Cfg:
+    sequence_parallel: bool
+
+
+@spmd.configurations(sequence_parallel={True: Spmd(tp=S(0)), False: Spmd(tp=I)})
+class Gather(nn.Module):
+    weight: Annotated[Tensor, Spmd(tp=S(0))]
+
+    def __init__(self, cfg: Cfg) -> None:
+        super().__init__()
+        self.sequence_parallel = cfg.sequence_parallel
+
+    def forward(self, x: Hidden) -> Annotated[Tensor, Spmd(tp=S(-1))]:
+        if self.sequence_parallel:
+            full = spmd.all_gather(x, "tp", src=S(0), dst=R)
+        else:
+            full = spmd.convert(x, "tp", src=I, dst=R)
+        return F.linear(full, self.weight)
+'''
+
+
+def test_configured_function_reports_each_configuration(tmp_path: Path) -> None:
+    """A module checked once per configuration runs each configuration's
+    collectives only: sequence parallel gathers in forward and
+    reduce-scatters in backward; without it, the forward is free and the
+    backward all-reduces (Megatron's copy-to-region).  One report each,
+    never the two summed."""
+    path = tmp_path / "configured.py"
+    path.write_text(CONFIGURED)
+    proc = subprocess.run(
+        [sys.executable, "-m", "spmd_mypy.comms", str(path)], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr
+    blocks = proc.stdout.split("\n\n")
+    sp = next(b for b in blocks if "::Gather.forward [sequence_parallel=True]" in b)
+    plain = next(b for b in blocks if "::Gather.forward [sequence_parallel=False]" in b)
+    assert sp.splitlines()[1:] == [
+        "  forward: 1 collective(s), (tp-1) * n(x) * isz bytes",
+        "    line 25: all_gather(S(0)->R) over tp on x: (tp-1) * n(x) * isz",
+        "  backward: 1 collective(s), (tp-1) * n(x) * isz bytes",
+        "    line 25: reduce_scatter(P->S(0)) over tp on grad of x [backward of all_gather(S(0)->R)]: (tp-1) * n(x) * isz",
+    ], sp
+    assert plain.splitlines()[1:] == [
+        "  forward: 0 collective(s), 0 bytes",
+        "  backward: 1 collective(s), 2*(tp-1)/tp * n(x) * isz bytes",
+        "    line 27: all_reduce(P->I) over tp on grad of x [backward of convert(I->R)]: 2*(tp-1)/tp * n(x) * isz",
+    ], plain
+    assert "2 function reports with collectives" in proc.stdout and "mypy reported 0 errors" in proc.stdout

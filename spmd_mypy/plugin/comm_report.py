@@ -41,6 +41,7 @@ __all__ = [
     "Entry",
     "Redundant",
     "FunctionReport",
+    "configurations",
     "function_report",
     "report_text",
     "LEGEND",
@@ -86,6 +87,7 @@ class FunctionReport(NamedTuple):
     function: str
     phases: Dict[str, List[Entry]]
     redundant: List[Redundant]
+    configuration: str = ""  # a configured function's report is one configuration's
 
 
 # The backward of a call whose input's type the checker does not know (a
@@ -207,9 +209,17 @@ def _pairs(chain: Sequence[Entry]) -> List[Redundant]:
     return out
 
 
-def function_report(file: str, function: str, sites: Sequence[Site]) -> FunctionReport:
-    own = [s for s in sites if s.function == function and s.phase]
-    sites = [s for s in sites if s.function == function and not s.phase]
+def configurations(function: str, sites: Sequence[Site]) -> List[str]:
+    """The configurations `function` was checked in that recorded a site, in
+    order of their first site ("" for a function without configurations)."""
+    return list(dict.fromkeys(s.configuration for s in sites if s.function == function))
+
+
+def function_report(file: str, function: str, sites: Sequence[Site], configuration: str = "") -> FunctionReport:
+    """The report of `function` (of one configuration of a configured one)."""
+    sites = [s for s in sites if s.function == function and s.configuration == configuration]
+    own = [s for s in sites if s.phase]
+    sites = [s for s in sites if not s.phase]
     size = sizes(sites)
     fwd = {s: forward_entries(s, size[s]) for s in sites}
     bwd = {s: backward_entries(s, size[s]) for s in sites}
@@ -232,7 +242,7 @@ def function_report(file: str, function: str, sites: Sequence[Site]) -> Function
         for entry in forward_entries(s):
             phases.setdefault(entry.phase, []).append(entry)
     redundant.sort(key=lambda r: (r.first.phase, r.first.site.line, r.second.site.line))
-    return FunctionReport(file, function, phases, redundant)
+    return FunctionReport(file, function, phases, redundant, configuration)
 
 
 def total_text(entries: Sequence[Entry]) -> str:
@@ -243,7 +253,7 @@ def total_text(entries: Sequence[Entry]) -> str:
 
 def report_text(report: FunctionReport, label: str) -> List[str]:
     """The report's lines: the function, each phase's communicating steps, totals, pairs."""
-    lines = [f"{label}::{report.function}"]
+    lines = [f"{label}::{report.function}" + (f" [{report.configuration}]" if report.configuration else "")]
     for phase, entries in report.phases.items():
         moving = [e for e in entries if e.communicates]
         lines.append(f"  {phase}: {len(moving)} collective(s), {total_text(entries)} bytes")

@@ -64,6 +64,7 @@ class Site(NamedTuple):
     nograd: bool = False  # the input carries no gradient (its type says nograd): no backward runs
     typed: bool = True  # the input's SPMD type is known (else whether it has a gradient is not)
     phase: str = ""  # "": a collective call (forward and its backward); else the one phase it runs in
+    configuration: str = ""  # the configuration of a configured function checked (its label), else ""
 
 
 _SITES: Dict[str, Tuple[int, Dict[Site, None]]] = {}  # file -> (checker, sites in order)
@@ -81,8 +82,14 @@ def wanted(api: Any) -> bool:
     return _COLLECTING[0] or _ASKS.of(_mypy.checker_path(api), _mypy.check_owner(api))
 
 
-def record(checker: int, site: Site) -> None:
-    """Keep `site` for its file's current check (`checker` identifies the check)."""
+def record(api: Any, site: Site) -> None:
+    """Keep `site` for its file's current check by `api`, with the
+    configuration being checked (a configured function's body is checked once
+    per configuration, and each runs its own collectives)."""
+    checker = _mypy.checker_identity(api)
+    found = _mypy.current_configuration(api) if _mypy.FLAG_NAMES else None
+    if found is not None:
+        site = site._replace(configuration=found[0].label)
     held = _SITES.get(site.file)
     if held is None or held[0] != checker:
         held = _SITES[site.file] = (checker, {})
@@ -103,7 +110,7 @@ def record_call(
         file, line, column, _mypy.checking_function(ctx.api), op, axes, src, dst, _mypy.expr_text(x[0]),
         _mypy.call_position(x[0]), None, nograd, None not in found,
     )
-    record(_mypy.checker_identity(ctx.api), site)
+    record(ctx.api, site)
 
 
 def record_gradient_sum(ctx: Any, call: _mypy.Expression, op: str, axis: str, param: str) -> None:
@@ -117,7 +124,7 @@ def record_gradient_sum(ctx: Any, call: _mypy.Expression, op: str, axis: str, pa
         file, call.line, call.column, _mypy.checking_function(ctx.api), op, (axis,), P, R, param,
         None, None, phase=GRADIENT_SYNC,
     )
-    record(_mypy.checker_identity(ctx.api), site)
+    record(ctx.api, site)
 
 
 def sites_of(file: str, function: Optional[str] = None) -> List[Site]:

@@ -294,8 +294,11 @@ def _reveal_comms(ctx: Any) -> _mypy.Type:
             f"it: def _comms() -> None: spmd.reveal_comms({text})"
         ]
     else:
-        report = comm_report.function_report(file, function, comm_sites.sites_of(file, function))
-        lines = comm_report.report_text(report, "communication of " + _short_path(file))
+        sites = comm_sites.sites_of(file, function)
+        lines = []
+        for config in comm_report.configurations(function, sites) or [""]:
+            report = comm_report.function_report(file, function, sites, config)
+            lines += comm_report.report_text(report, "communication of " + _short_path(file))
     for line in lines:
         _mypy.note(ctx.api, line, ctx.context, SPMD_COMMS)
     return ctx.default_return_type

@@ -223,7 +223,7 @@ def _record_recv(ctx: Any, op: P2POp, axis: str, nograd: bool) -> None:
         file, line, column, _mypy.checking_function(ctx.api), P2P + op.name, (axis,), V, V,
         "received value", None, None, nograd, True,
     )
-    comm_sites.record(_mypy.checker_identity(ctx.api), site)
+    comm_sites.record(ctx.api, site)
 
 
 def _hook(op: P2POp) -> Callable[[Any], _mypy.Type]:
