@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from . import _mypy
 from .annotations import AnnotationError
 from .callsite import spmd_expr_ast
-from .sourcefile import file_version, parse_source, read_source
+from .sourcefile import FileIndex
 
 Resolve = Callable[[str], Optional[str]]
 
@@ -40,21 +40,20 @@ def spec_argument(api: Any, expr: _mypy.Expression) -> Tuple[ast.expr, Resolve]:
     return node, lambda dotted: _mypy.resolve_in_module(api, module, dotted)
 
 
-_SOURCES: Dict[str, Tuple[object, Dict[str, ast.expr]]] = {}  # path -> (version, Final values)
+def _module_values(tree: ast.AST) -> Dict[str, ast.expr]:
+    """The values of a module's top-level single-name assignments."""
+    values: Dict[str, ast.expr] = {}
+    for stmt in tree.body if isinstance(tree, ast.Module) else ():
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            values[stmt.target.id] = stmt.value
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            values[stmt.targets[0].id] = stmt.value
+    return values
+
+
+# A module's top-level values, per file version (a Final spec is written at the top level).
+_VALUES: FileIndex[Dict[str, ast.expr]] = FileIndex(lambda data: True, _module_values, {})
 
 
 def _from_source(path: Optional[str], name: str) -> Optional[ast.expr]:
-    if path is None:
-        return None
-    version = file_version(path)
-    cached = _SOURCES.get(path)
-    if cached is None or cached[0] != version:
-        tree = parse_source(read_source(path))
-        values: Dict[str, ast.expr] = {}
-        for stmt in tree.body if isinstance(tree, ast.Module) else ():
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-                values[stmt.target.id] = stmt.value
-            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                values[stmt.targets[0].id] = stmt.value
-        cached = _SOURCES[path] = (version, values)
-    return cached[1].get(name)
+    return _VALUES.of(path).get(name)
