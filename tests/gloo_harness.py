@@ -64,6 +64,13 @@ def tensor_of(p: Any) -> Optional[torch.Tensor]:
     return torch.tensor(flat, dtype=getattr(torch, dtype.split(".")[-1])).reshape(shape)
 
 
+def float64_of(p: Any) -> torch.Tensor:
+    """The tensor `plain` made, in float64 (for exact comparisons); never None."""
+    t = tensor_of(p)
+    assert t is not None
+    return t.to(torch.float64)
+
+
 @dataclass
 class GlooRun:
     """What the workers reported: per item id, per rank, what run_item returned."""
@@ -217,3 +224,18 @@ def gloo_available() -> bool:
     import torch.distributed as dist
 
     return bool(dist.is_available() and dist.is_gloo_available())
+
+
+def checked_run(
+    setup: Setup, run_item: RunItem, items: Items, *, world: int, deadline_s: float, timeout_s: float = 30.0
+) -> GlooRun:
+    """spawn_and_collect for a module fixture: skipped without gloo, and failing
+    unless every rank finished and exited cleanly."""
+    import pytest
+
+    if not gloo_available():
+        pytest.skip("this torch has no gloo backend")
+    run = spawn_and_collect(setup, run_item, items, world=world, deadline_s=deadline_s, timeout_s=timeout_s)
+    run.check()
+    assert run.exitcodes == [0] * world
+    return run

@@ -36,7 +36,7 @@ import torch
 from torch import Tensor
 
 import spmd_mypy as spmd
-from gloo_harness import GlooRun, gloo_available, plain, spawn_and_collect, tensor_of
+from gloo_harness import GlooRun, checked_run, float64_of, plain
 from spmd_mypy import I, P, PartitionSpec, R, S, Spmd
 
 PS = PartitionSpec
@@ -580,24 +580,13 @@ def _gloo_case(case: Case, rank: int, mesh: Any) -> Tuple[Any, Any]:
 
 @pytest.fixture(scope="module")
 def gloo_results() -> GlooRun:
-    if not gloo_available():
-        pytest.skip("this torch has no gloo backend")
-    run = spawn_and_collect(_gloo_setup, _gloo_case, _gloo_cases, world=WORLD, deadline_s=DEADLINE_S, timeout_s=60)
-    run.check()
-    assert run.exitcodes == [0] * WORLD
-    return run
-
-
-def _float64(p: Any) -> Tensor:
-    out = tensor_of(p)
-    assert out is not None
-    return out.to(torch.float64)
+    return checked_run(_gloo_setup, _gloo_case, _gloo_cases, world=WORLD, deadline_s=DEADLINE_S, timeout_s=60)
 
 
 @pytest.mark.gloo
 @pytest.mark.parametrize("case", CASES_2x2, ids=lambda c: c.id)
 def test_gloo_2x2(gloo_results: GlooRun, case: Case) -> None:
     per_rank = gloo_results.per_rank(case.id)
-    ys = {r: _float64(per_rank[r][0]) for r in range(WORLD)}
-    gxs = {r: _float64(per_rank[r][1]) for r in range(WORLD)}
+    ys = {r: float64_of(per_rank[r][0]) for r in range(WORLD)}
+    gxs = {r: float64_of(per_rank[r][1]) for r in range(WORLD)}
     check_results(case, ys, gxs)

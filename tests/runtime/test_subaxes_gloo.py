@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 import spmd_mypy as spmd
-from gloo_harness import GlooRun, gloo_available, plain, spawn_and_collect, tensor_of
+from gloo_harness import GlooRun, checked_run, float64_of, plain
 from spmd_mypy import P, PartitionSpec, R, S, Spmd
 from spmd_mypy.vocab import parse_spmd
 
@@ -261,26 +261,15 @@ def _run(item: Any, rank: int, mesh: Any) -> Tuple[Any, Any]:
 
 @pytest.fixture(scope="module")
 def gloo_run() -> GlooRun:
-    if not gloo_available():
-        pytest.skip("this torch has no gloo backend")
-    run = spawn_and_collect(_setup, _run, _items, world=WORLD, deadline_s=180.0, timeout_s=60)
-    run.check()
-    assert run.exitcodes == [0] * WORLD
-    return run
-
-
-def _f64(p: Any) -> Tensor:
-    t = tensor_of(p)
-    assert t is not None
-    return t.to(torch.float64)
+    return checked_run(_setup, _run, _items, world=WORLD, deadline_s=180.0, timeout_s=60)
 
 
 @pytest.mark.gloo
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_redistribute_with_sub_axes_on_gloo(gloo_run: GlooRun, case: Case) -> None:
     per_rank = gloo_run.per_rank(case.id)
-    ys = {r: _f64(per_rank[r][0]) for r in range(N)}
-    gxs = {r: _f64(per_rank[r][1]) for r in range(N)}
+    ys = {r: float64_of(per_rank[r][0]) for r in range(N)}
+    gxs = {r: float64_of(per_rank[r][1]) for r in range(N)}
     got = assemble(ys, case.dst_lay, case.shape)
     torch.testing.assert_close(got, values(case.id, case.shape), rtol=0, atol=0)
     gx = assemble(gxs, case.src_grad, case.shape)
@@ -298,8 +287,8 @@ def test_collective_on_a_sub_axis_on_gloo(gloo_run: GlooRun, name: str, compiled
     gsrc = {"all_gather": src, "all_reduce": (src[0], ()), "reduce_scatter": (src[0], ()), "all_to_all": src}[
         name.split()[0]
     ]
-    ys = {r: _f64(per_rank[r][0]) for r in range(N)}
-    gxs = {r: _f64(per_rank[r][1]) for r in range(N)}
+    ys = {r: float64_of(per_rank[r][0]) for r in range(N)}
+    gxs = {r: float64_of(per_rank[r][1]) for r in range(N)}
     torch.testing.assert_close(assemble(ys, dst, C_SHAPE), values(name, C_SHAPE), rtol=0, atol=0)
     torch.testing.assert_close(assemble(gxs, gsrc, C_SHAPE), values(name + "|g", C_SHAPE), rtol=0, atol=0)
     # a sub-axis group has 2 ranks: the gathered dim doubles, the scattered one halves
