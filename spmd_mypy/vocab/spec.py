@@ -24,7 +24,7 @@ This module is pure Python: it imports neither torch nor mypy.
 from __future__ import annotations
 
 import re
-from typing import Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 from .localtype import AxisType, I, LocalType, P, PartitionedShard, R, Shard, parse_axis_type
 from .subaxis import is_sub_axis, keywords_violation, parse_axis_ref, spec_violation
@@ -179,6 +179,10 @@ def _check_shape(
     return out if any(n is not None for n in out) else None
 
 
+# Spmd.of's answers by argument (an Spmd is immutable, so one object serves all).
+_MADE: Dict[Tuple[object, ...], "Spmd"] = {}
+_MAX_MADE = 65536
+
 class Spmd:
     """The SPMD type of a tensor: a local type per mesh axis, optionally a spec.
 
@@ -264,7 +268,20 @@ class Spmd:
         shape: Optional[Sequence[Optional[int]]] = None,
     ) -> "Spmd":
         """Build from a mapping of axis name to type (the keywords of Spmd(...)),
-        the type of every other axis (`rest`, per-axis form only) and the sizes."""
+        the type of every other axis (`rest`, per-axis form only) and the sizes.
+        An Spmd is an immutable value: the same arguments give the same object
+        (the checker builds one per typed expression, mostly the same few)."""
+        key = None
+        if cls is Spmd and (shape is None or isinstance(shape, tuple)):
+            # types beside values (a subclass may compare equal), and the spec's
+            # uncompared `on_parts` (it changes what is valid)
+            key = (
+                tuple(sorted((a, type(t), t) for a, t in axes.items())),
+                spec, spec is not None and spec.on_parts, type(nograd), nograd, type(rest), rest, shape,
+            )
+            hit = _MADE.get(key)
+            if hit is not None:
+                return hit
         out = cls(spec=spec, nograd=nograd, shape=shape, **axes)
         if rest is not None:
             if spec is not None:
@@ -272,6 +289,10 @@ class Spmd:
             if not isinstance(rest, (LocalType, Shard)):
                 raise SpecError(f"Spmd: the type of every other axis must be R, I, V, P or S(dim), got {rest!r}")
             object.__setattr__(out, "rest", rest)
+        if key is not None:
+            if len(_MADE) >= _MAX_MADE:
+                _MADE.clear()
+            _MADE[key] = out
         return out
 
     # -- queries ---------------------------------------------------------------

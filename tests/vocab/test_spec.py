@@ -175,3 +175,18 @@ def test_hidden_obligations_on_axes_the_annotation_does_not_name() -> None:
     assert hidden_obligations(Spmd(dp=V, ep=R, sp=S(0)), Spmd(tp=R)) == []
     assert hidden_obligations(Spmd(dp=P), Spmd(dp=P)) == []  # named: mismatches decides
     assert hidden_obligations(Spmd(dp=P), Spmd(spec=PartitionSpec(None))) == []
+
+
+def test_spmd_of_shares_one_value_per_arguments_and_checks_each_call() -> None:
+    """Spmd.of hands back one object for equal arguments (the checker builds one
+    per typed expression), but what makes arguments differ still does: the
+    spec's parts flag, an equal-comparing value of another type, a bad nograd."""
+    a = Spmd.of({"tp": V, "dp": R}, None, True)
+    assert Spmd.of({"dp": R, "tp": V}, None, True) is a
+    assert Spmd.of({"dp": R, "tp": V}, None, False) is not a
+    whole = Spmd.of({}, PartitionSpec("x", None))
+    parts = Spmd.of({}, PartitionSpec.of_parts("x", None))
+    assert whole.spec is not None and not whole.spec.on_parts
+    assert parts.spec is not None and parts.spec.on_parts
+    with pytest.raises(SpecError):
+        Spmd.of({"tp": V, "dp": R}, None, 1)  # type: ignore[arg-type]
