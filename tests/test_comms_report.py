@@ -160,3 +160,47 @@ def test_configured_function_reports_each_configuration(tmp_path: Path) -> None:
         "    line 27: all_reduce(P->I) over tp on grad of x [backward of convert(I->R)]: 2*(tp-1)/tp * n(x) * isz",
     ], plain
     assert "2 function reports with collectives" in proc.stdout and "mypy reported 0 errors" in proc.stdout
+
+
+LAYERS = '''from typing import Annotated
+from torch import Tensor
+import spmd_mypy as spmd
+from spmd_mypy import R, S, Spmd
+
+def fsdp(w: Annotated[Tensor, Spmd(dp=S(0))]) -> Annotated[Tensor, Spmd(dp=R)]:
+    return spmd.all_gather(w, "dp", src=S(0), dst=R)
+'''
+
+ASKS = '''import spmd_mypy as spmd
+import layers
+
+def _comms() -> None:
+    spmd.reveal_comms(layers.fsdp)
+'''
+
+
+def test_reveal_comms_of_another_module_and_of_a_cached_one(tmp_path: Path) -> None:
+    """reveal_comms names a function of another module, checked before the
+    asking one: its collectives are reported.  When mypy takes that module
+    from its cache (only the asking file edited), nothing of it is checked:
+    the note says so instead of reporting no collectives."""
+    (tmp_path / "layers.py").write_text(LAYERS)
+    (tmp_path / "main.py").write_text(ASKS)
+    stubs = ROOT / "stubs" / "torch-spmd"
+    (tmp_path / "mypy.ini").write_text(
+        f"[mypy]\nplugins = spmd_mypy.plugin\nmypy_path = {stubs}\nallow_redefinition = True\n"
+    )
+    command = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), "main.py", "layers.py"]
+    first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert first.stdout.splitlines()[:3] == [
+        "main.py:5: note: communication of layers.py::fsdp",
+        "main.py:5: note:   forward: 1 collective(s), (dp-1) * n(w) * isz bytes",
+        "main.py:5: note:     line 7: all_gather(S(0)->R) over dp on w: (dp-1) * n(w) * isz",
+    ], first.stdout + first.stderr
+    (tmp_path / "main.py").write_text(ASKS + "# edited\n")
+    second = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert second.stdout.splitlines()[0] == (
+        "main.py:5: note: spmd.reveal_comms(layers.fsdp): layers.py was not checked in this run (mypy took "
+        "it from its cache), so the collectives of fsdp are not known here; edit that file or run mypy with "
+        "--no-incremental to see them"
+    ), second.stdout + second.stderr

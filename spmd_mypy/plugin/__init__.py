@@ -57,6 +57,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import (
     _mypy,
+    comm_sites,
     comms,
     config,
     configurations,
@@ -365,6 +366,7 @@ class SpmdPlugin(_mypy.Plugin):
         # Returns and annotated assignments are routed through hooks (declared.py).
         path = getattr(file, "path", None)
         if mentions_spmd(path):
+            comm_sites.note_file(path)  # spmd.reveal_comms: the sites are wanted
             wanted = untyped_function if mentions_untyped_torch(path) else None
             guarded(lambda tree: _mypy.route_declared_values(tree, wanted), nothing)(file)
             placed = [(10, _mypy.DTENSOR_MODULE, -1)] if _mypy.imports_dtensor(file) else []

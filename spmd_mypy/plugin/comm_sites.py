@@ -19,9 +19,10 @@ every checked file for it cost about a fifth of a whole check of the user's
 code (bench_scale's distinct codebase, profiled).
 
 Sites are recorded only where something will read them: while a report
-collects (`collecting(True)`, python -m spmd_mypy.comms), and in a file that
-calls spmd.reveal_comms (found in its bytes).  A plain mypy run, the
-editor's among them, builds none.
+collects (`collecting(True)`, python -m spmd_mypy.comms), and in a run
+where some file calls spmd.reveal_comms (found in its bytes when mypy
+loads it, `note_file`: the function it names may be in another module,
+checked first).  A plain mypy run, the editor's among them, builds none.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .carrier import spmd_of
 from .sourcefile import FileIndex
 
 __all__ = [
-    "Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "collecting", "wanted", "record", "record_call",
+    "Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "collecting", "note_file", "wanted", "record", "record_call",
     "record_gradient_sum", "sites_of", "files", "clear",
 ]
 
@@ -70,6 +71,7 @@ class Site(NamedTuple):
 _SITES: Dict[str, Tuple[int, Dict[Site, None]]] = {}  # file -> (checker, sites in order)
 
 _COLLECTING = [False]  # a report reads every checked file's sites
+_ASKED = [False]  # a file of this run (or this daemon's life) calls spmd.reveal_comms
 
 
 def collecting(on: bool) -> None:
@@ -77,9 +79,16 @@ def collecting(on: bool) -> None:
     _COLLECTING[0] = on
 
 
+def note_file(path: Optional[str]) -> None:
+    """A file mypy loads (the plugin's per-file hook): one that calls
+    spmd.reveal_comms makes every file's sites wanted from now on."""
+    if not _ASKED[0] and _ASKS.of(path):
+        _ASKED[0] = True
+
+
 def wanted(api: Any) -> bool:
-    """Whether the sites of the file `api` checks will be read."""
-    return _COLLECTING[0] or _ASKS.of(_mypy.checker_path(api), _mypy.check_owner(api))
+    """Whether the sites of the file `api` checks may be read."""
+    return _COLLECTING[0] or _ASKED[0]
 
 
 def record(api: Any, site: Site) -> None:
@@ -144,6 +153,7 @@ def clear() -> None:
     _SITES.clear()
     _TARGETS.cache.clear()
     _ASKS.cache.clear()
+    _ASKED[0] = False
 
 
 def assigned_name(file: str, line: int, column: int) -> Optional[str]:

@@ -293,6 +293,12 @@ def _reveal_comms(ctx: Any) -> _mypy.Type:
             f"level, so no collective of {function} is known here; call it inside a function defined after "
             f"it: def _comms() -> None: spmd.reveal_comms({text})"
         ]
+    elif _mypy.from_cache(ctx.api, file):
+        lines = [
+            f"spmd.reveal_comms({text}): {_short_path(file)} was not checked in this run (mypy took it from its "
+            f"cache), so the collectives of {function} are not known here; edit that file or run mypy "
+            f"with --no-incremental to see them"
+        ]
     else:
         sites = comm_sites.sites_of(file, function)
         lines = []

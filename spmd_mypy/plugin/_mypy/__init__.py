@@ -144,7 +144,15 @@ from .group_types import (
     relax_group,
 )
 from .signatures import positional_signature, takes_var_args
-from .scopes import MODULE_SCOPE, bodies_not_checked_yet, call_position, checker_identity, checking_function, named_function
+from .scopes import (
+    MODULE_SCOPE,
+    bodies_not_checked_yet,
+    call_position,
+    checker_identity,
+    checking_function,
+    from_cache,
+    named_function,
+)
 from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
 from .tensor_types import (
     attribute_write_type,
@@ -235,6 +243,7 @@ __all__ = [
     "checker_identity",
     "checking_function",
     "named_function",
+    "from_cache",
     # mypy's own types the plugin names
     "AnalyzeTypeContext",
     "AttributeContext",

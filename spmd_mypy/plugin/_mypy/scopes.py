@@ -73,3 +73,12 @@ def named_function(api: Any, expr: Expression) -> Optional[Tuple[str, str]]:
     if module is None or modules[module].path is None:
         return None
     return modules[module].path, fullname[len(module) + 1:]
+
+
+def from_cache(api: Any, path: str) -> bool:
+    """Whether the module at `path` came from mypy's cache in this run (fresh:
+    its bodies are not checked, so no hook runs in them)."""
+    for tree in getattr(api, "modules", {}).values():
+        if tree.path == path:
+            return bool(getattr(tree, "is_cache_skeleton", False))
+    return False
