@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from ..vocab.collectives import DEFAULT_SRC, PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
 from ..vocab.localtype import I, V, AxisType, R, Shard, local_kind
 from ..vocab.spec import Spmd, mismatches
-from . import _mypy, collective_args, comm_report, comm_sites
+from . import _mypy, collective_args, comm_sites
 from .annotations import AnnotationError, Meta
 from .decoding import LOCAL_TYPES, SHARD_FULLNAMES, decode
 from .callsite import one_arg, spmd_expr_ast, unknown_in_spmd_file
@@ -300,6 +300,8 @@ def _reveal_comms(ctx: Any) -> _mypy.Type:
             f"with --no-incremental to see them"
         ]
     else:
+        from . import comm_report  # the report's volumes (fractions, decimal): only where asked
+
         sites = comm_sites.sites_of(file, function)
         lines = []
         for config in comm_report.configurations(function, sites) or [""]:
