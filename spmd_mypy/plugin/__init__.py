@@ -238,6 +238,7 @@ class SpmdPlugin(_mypy.Plugin):
         self.settings = config.load(getattr(options, "config_file", None))
         self._version = _rules_version()
         settings = self.settings
+        self._config_data = {"rules": self._version, **settings.as_data()}
         set_vocabulary(settings.vocabulary)  # messages in the user's words (guard.py)
         comms.configure(settings)
         dtensor.configure(settings)
@@ -359,7 +360,9 @@ class SpmdPlugin(_mypy.Plugin):
 
     # -- cache and dependencies ---------------------------------------------------
     def report_config_data(self, ctx: _mypy.ReportConfigContext) -> Any:
-        return {"rules": self._version, **self.settings.as_data()}
+        # mypy asks once per module it loads (torch's ~1,700 included): the
+        # same answer, built once
+        return self._config_data
 
     def get_additional_deps(self, file: Any) -> List[Tuple[int, str, int]]:
         # Files that annotate tensors or call spmd need the carrier's stub loaded.
