@@ -36,8 +36,8 @@ from .carrier import spmd_of
 from .sourcefile import FileIndex
 
 __all__ = [
-    "Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "collecting", "note_file", "wanted", "record", "record_call",
-    "record_gradient_sum", "sites_of", "files", "clear",
+    "Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "collecting", "note_file", "wanted", "record_site",
+    "record_call", "record_gradient_sum", "sites_of", "files", "clear",
 ]
 
 # The phase of the gradient-sync contract's sums (spmd.sync_grads and friends, plugin/gradsync.py).
@@ -91,7 +91,7 @@ def wanted(api: Any) -> bool:
     return _COLLECTING[0] or _ASKED[0]
 
 
-def record(api: Any, site: Site) -> None:
+def _record(api: Any, site: Site) -> None:
     """Keep `site` for its file's current check by `api`, with the
     configuration being checked (a configured function's body is checked once
     per configuration, and each runs its own collectives)."""
@@ -105,35 +105,43 @@ def record(api: Any, site: Site) -> None:
     held[1][site] = None
 
 
+def record_site(
+    ctx: Any, op: str, axes: Tuple[str, ...], src: AxisType, dst: AxisType, value: str, *,
+    at: Optional[_mypy.Expression] = None, value_call: Optional[Tuple[int, int]] = None,
+    nograd: bool = False, typed: bool = True, phase: str = "",
+) -> None:
+    """A site in the function the hook's `ctx` checks, at the hook's call (or
+    at `at`): `op` over `axes` from src to dst on `value` (as written)."""
+    file = _mypy.checker_path(ctx.api)
+    if file is None or not wanted(ctx.api):
+        return
+    where = at if at is not None else ctx.context
+    site = Site(
+        file, where.line, where.column, _mypy.checking_function(ctx.api), op, axes, src, dst, value,
+        value_call, None, nograd, typed, phase,
+    )
+    _record(ctx.api, site)
+
+
 def record_call(
     ctx: Any, op: str, x: Tuple[_mypy.Expression, _mypy.Type], axes: Tuple[str, ...], src: AxisType, dst: AxisType
 ) -> None:
     """The call of a hook's `ctx`: `op` on `x` over `axes` from src to dst."""
-    file = _mypy.checker_path(ctx.api)
-    if file is None or not wanted(ctx.api):
-        return
-    line, column = ctx.context.line, ctx.context.column
+    if not wanted(ctx.api):
+        return  # before reading x's types
     found = [spmd_of(t) for t in _mypy.union_alternatives(x[1]) or [x[1]]]
     nograd = all(t is not None and t.nograd for t in found)
-    site = Site(
-        file, line, column, _mypy.checking_function(ctx.api), op, axes, src, dst, _mypy.expr_text(x[0]),
-        _mypy.call_position(x[0]), None, nograd, None not in found,
+    record_site(
+        ctx, op, axes, src, dst, _mypy.expr_text(x[0]),
+        value_call=_mypy.call_position(x[0]), nograd=nograd, typed=None not in found,
     )
-    record(ctx.api, site)
 
 
 def record_gradient_sum(ctx: Any, call: _mypy.Expression, op: str, axis: str, param: str) -> None:
     """A gradient sum the contract API `call` (op: its name, e.g. "sync_grads")
     runs over `axis` on the gradient of `param` (as written, `model.w`): an
     all-reduce of P into R, outside autograd, in the phase GRADIENT_SYNC."""
-    file = _mypy.checker_path(ctx.api)
-    if file is None or not wanted(ctx.api):
-        return
-    site = Site(
-        file, call.line, call.column, _mypy.checking_function(ctx.api), op, (axis,), P, R, param,
-        None, None, phase=GRADIENT_SYNC,
-    )
-    record(ctx.api, site)
+    record_site(ctx, op, (axis,), P, R, param, at=call, phase=GRADIENT_SYNC)
 
 
 def sites_of(file: str, function: Optional[str] = None) -> List[Site]:

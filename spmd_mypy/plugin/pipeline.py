@@ -175,7 +175,7 @@ def _recv(ctx: Any, op: P2POp) -> _mypy.Type:
     if axis is None:
         return unknown_in_spmd_file(ctx, default)
     flag = one_arg(ctx, "requires_grad")
-    nograd = flag is not None and _mypy.expr_text(flag[0]) == "False"
+    nograd = flag is not None and _mypy.is_false(flag[0])
     if one_arg(ctx, "spmd") is None:  # `h: Hidden = spmd.recv_prev(...)`: the annotation declares it
         _record_recv(ctx, op, axis, nograd)
         if not _annotated_target(_mypy.checker_path(ctx.api), ctx.context.line, ctx.context.column):
@@ -215,15 +215,7 @@ def _annotated_target(file: Optional[str], line: int, column: int) -> bool:
 def _record_recv(ctx: Any, op: P2POp, axis: str, nograd: bool) -> None:
     """A receive for the communication report (its size is named by the name its
     result is assigned to, which the report reads: comm_report.sizes)."""
-    file = _mypy.checker_path(ctx.api)
-    if file is None or not comm_sites.wanted(ctx.api):
-        return
-    line, column = ctx.context.line, ctx.context.column
-    site = comm_sites.Site(
-        file, line, column, _mypy.checking_function(ctx.api), P2P + op.name, (axis,), V, V,
-        "received value", None, None, nograd, True,
-    )
-    comm_sites.record(ctx.api, site)
+    comm_sites.record_site(ctx, P2P + op.name, (axis,), V, V, "received value", nograd=nograd)
 
 
 def _hook(op: P2POp) -> Callable[[Any], _mypy.Type]:
