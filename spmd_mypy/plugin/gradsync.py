@@ -225,7 +225,8 @@ def check_finishing(ctx: Any) -> _mypy.Type:
     first = next((s for s in sites if s.fullname in FINISHING), None)
     if first is None or first.call is not ctx.context:
         return ctx.default_return_type
-    _record_report(ctx, func, sites)
+    if comm_sites.wanted(ctx.api):  # read module parameters only for a report that will be read
+        _record_report(ctx, func, sites)
     for root in graph.roots_of(func):
         _check_contract_of(ctx, root, graph)
     return ctx.default_return_type
