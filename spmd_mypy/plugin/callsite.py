@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ast
 import keyword
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..vocab.opclasses import REFLECTED, SCALAR, SCALAR_OPERANDS
 from ..vocab.spec import Spmd
 from . import _mypy
 from .annotations import AnnotationError, mentions_spmd
+from .answers import depends_on_site
 from .carrier import carrier, spmd_of
 from .nograd_regions import FUNCTION, grad_off_at
 
@@ -34,36 +35,86 @@ def candidates(typ: _mypy.Type) -> List[object]:
     return [spmd_of(t) for t in alternatives]
 
 
-def operands(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, List[object]]]:
-    """The operands in source order: each its text and its possible types."""
+class SourceText:
+    """An operand's text as written, rendered when something first reads it.
+
+    The ops' rules name operands only in messages, and clean code reports
+    none: rendering every operand of every op up front cost a tenth of the
+    op hook's time.  It stands for a str where messages are formatted (an
+    f-string, str(), ==, a dict key by its text)."""
+
+    __slots__ = ("_render", "_arg", "_text")
+
+    def __init__(self, render: Callable[[Any], str], arg: Any) -> None:
+        self._render = render
+        self._arg = arg
+        self._text: Optional[str] = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self._render(self._arg)
+        return self._text
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+    def __eq__(self, other: object) -> bool:
+        return str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+
+Text = Union[str, SourceText]
+
+
+def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tuple[Text, List[object]]]:
+    """The operands in source order: each its text and its possible types.
+    `lazy`: the texts are SourceText, rendered only if a message needs them."""
     scalars = name in SCALAR_OPERANDS
-    ops: List[Tuple[str, List[object]]] = []
+    text_of: Callable[[Any], Text] = _lazy_text if lazy else _mypy.expr_text
+    ops: List[Tuple[Text, List[object]]] = []
     if receiver:
-        ops.append((receiver_text(ctx), candidates(ctx.type)))
+        ops.append((SourceText(receiver_text, ctx) if lazy else receiver_text(ctx), candidates(ctx.type)))
     for arg_name, expr, typ in _mypy.call_args(ctx):
         if arg_name == "out":
             continue  # out= receives the result; checked by ops.check_out
         if _mypy.is_tensor(typ) or _mypy.union_alternatives(typ) is not None:
-            ops.append((_mypy.expr_text(expr), candidates(typ)))
+            ops.append((text_of(expr), candidates(typ)))
         elif scalars and _mypy.is_python_number(typ):
-            ops.append((_mypy.expr_text(expr), [SCALAR]))
+            ops.append((text_of(expr), [SCALAR]))
         else:  # torch.cat([a, b]), torch.stack(parts): every tensor in the sequence
             items = _mypy.display_items(expr)
             if items is not None:
                 for item in items:
                     t = _mypy.typed_before(ctx.api, item)
                     if _mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None:
-                        ops.append((_mypy.expr_text(item), candidates(t)))
+                        ops.append((text_of(item), candidates(t)))
             else:
                 for t in _mypy.element_types(typ):
-                    ops.append((_mypy.expr_text(expr), [spmd_of(t)]))
-    sides = _mypy.operator_sides(ctx.context) if receiver else None
-    if sides is not None and len(ops) == 2:
+                    ops.append((text_of(expr), [spmd_of(t)]))
+    if receiver and len(ops) == 2 and _mypy.is_operator(ctx.context):
         # An operator: name the operands as written; a reflected dunder runs
         # on the right operand, so its argument is the left one.
         left, right = (ops[1], ops[0]) if name in REFLECTED else (ops[0], ops[1])
+        sides: Tuple[Text, Text] = (
+            (SourceText(_side, (ctx.context, 0)), SourceText(_side, (ctx.context, 1))) if lazy
+            else _mypy.operator_sides(ctx.context)  # type: ignore[assignment]
+        )
         ops = [(sides[0], left[1]), (sides[1], right[1])]
     return ops
+
+
+def _lazy_text(expr: _mypy.Expression) -> SourceText:
+    return SourceText(_mypy.expr_text, expr)
+
+
+def _side(where: Tuple[Any, int]) -> str:
+    sides = _mypy.operator_sides(where[0])
+    return sides[where[1]] if sides is not None else "x"
 
 
 def receiver_text(ctx: Any, fallback: str = "x") -> str:
@@ -157,6 +208,7 @@ def grad_off(api: Any, context: Any) -> Optional[str]:
     """Whether the code being checked at `context` runs with gradients off:
     nograd_regions.FUNCTION (an autograd Function's forward or backward),
     NO_GRAD, or None."""
+    depends_on_site()
     return grad_off_at(_mypy.checker_path(api), getattr(context, "line", -1), _mypy.check_owner(api))
 
 

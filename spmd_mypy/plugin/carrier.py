@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from ..vocab.spec import SpecError, Spmd, parse_spmd
+from ..vocab.spec import SpecError, Spmd, read_canonical
 from . import _mypy
 
 _PARSED: Dict[str, Optional[Spmd]] = {}
@@ -17,12 +17,15 @@ _PARSED: Dict[str, Optional[Spmd]] = {}
 def spmd_of(typ: Optional[_mypy.Type]) -> Optional[Spmd]:
     """The SPMD type a mypy type carries; None when unknown or not a tensor."""
     text = _mypy.carried(typ)
-    if text is None:
-        return None
+    return None if text is None else spmd_of_text(text)
+
+
+def spmd_of_text(text: str) -> Optional[Spmd]:
+    """The SPMD type a carrier's canonical string says; None if it says none."""
     hit = _PARSED.get(text, _PARSED)
     if hit is _PARSED:
         try:
-            hit = parse_spmd(text)
+            hit = read_canonical(text)
         except SpecError:  # a hand-written SpmdTensor[Literal["garbage"]]
             hit = None
         _PARSED[text] = hit

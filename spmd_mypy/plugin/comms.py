@@ -8,15 +8,16 @@ input on each axis, and the result takes dst on those axes.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..vocab.collectives import DEFAULT_SRC, PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
 from ..vocab.localtype import I, V, AxisType, R, Shard, local_kind
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy, collective_args, comm_sites
+from .answers import remembered
 from .annotations import AnnotationError, Meta
 from .decoding import LOCAL_TYPES, SHARD_FULLNAMES, decode
-from .callsite import one_arg, spmd_expr_ast, unknown_in_spmd_file
+from .callsite import SourceText, Text, one_arg, unknown_in_spmd_file
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_COMMS, SPMD_GROUP
 from .groups import axis_of, unnamed_axis_message
@@ -51,7 +52,11 @@ Refine = Callable[..., Optional[Tuple[Optional[Spmd]]]]
 def collective_hook(
     op: str, refine: Optional[Refine] = None, spec_form: Optional[Callable[[Any], _mypy.Type]] = None
 ) -> Callable[[Any], _mypy.Type]:
-    return guarded(lambda ctx: _collective(ctx, op, refine, spec_form), default_return)
+    def collective(ctx: Any) -> _mypy.Type:
+        return _collective(ctx, op, refine, spec_form)
+
+    # the communication report records the call's site when it is wanted
+    return guarded(remembered(collective, sites_matter=True), default_return)
 
 
 def _collective(
@@ -102,11 +107,13 @@ def type_collective(
     axes = axis if isinstance(axis, tuple) else (axis,)
     if not collective_args.axes_known(ctx, op, axes, _SETTINGS[-1] if _SETTINGS else None):
         return default
-    try:
-        plan(op, src, dst, axis=axis, expert_mode=expert)
-    except CollectiveError as e:
-        ctx.api.fail(str(e) + suffix, ctx.context, code=SPMD_COLLECTIVE)
-        return default
+    if (op, src, dst, axis, expert) not in _PLANNED:  # the vocabulary's check, once per question
+        try:
+            plan(op, src, dst, axis=axis, expert_mode=expert)
+        except CollectiveError as e:
+            ctx.api.fail(str(e) + suffix, ctx.context, code=SPMD_COLLECTIVE)
+            return default
+        _PLANNED.add((op, src, dst, axis, expert))
     comm_sites.record_call(ctx, op, x, axes, src, dst)
     # A max/min takes each rank's own value (V) as well as a P one.
     per_rank_ok = op == "all_reduce" and collective_args.reduce_op(ctx, x, dst, axes) is not None
@@ -115,7 +122,7 @@ def type_collective(
         typed = refined[0]
         new = carrier(ctx.api, typed) if typed is not None else _mypy.unknown_carrier(ctx.api)
         return _mypy.replace_tensors(default, new)
-    name = _mypy.expr_text(x[0])
+    name = SourceText(_mypy.expr_text, x[0])  # rendered if a message needs it
     # A value from two branches (a Union) is checked and typed per alternative.
     alternatives = _mypy.union_alternatives(x[1]) or [x[1]]
     results = []
@@ -150,6 +157,10 @@ def type_collective(
     return _mypy.replace_tensors(default, _mypy.union_of(types))
 
 
+# The (op, src, dst, axis, expert) questions the vocabulary's plan accepted.
+_PLANNED: Set[Tuple[object, ...]] = set()
+
+
 def _forward_fits(actual: Optional[Spmd], have: AxisType, src: AxisType) -> bool:
     """A value without gradient that is the same on every rank (R or I) is a
     valid R, I or V input: only its forward value matters, and a replicated
@@ -163,7 +174,7 @@ def _over(hint: str, axis: str, group_text: Optional[str]) -> str:
 
 
 def _src_hint(
-    have: AxisType, src: AxisType, dst: AxisType, axis: str, name: str, one_axis: bool, branch: bool
+    have: AxisType, src: AxisType, dst: AxisType, axis: str, name: Text, one_axis: bool, branch: bool
 ) -> str:
     """The fix for a collective whose input is not its src: one call from what
     the value is to the dst asked for, in place of this one (reduce_scatter,

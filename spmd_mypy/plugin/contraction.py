@@ -1,7 +1,7 @@
 """The contraction rule in local code: a product whose contracted dim is
 sharded on an axis in two operands is a pending sum there.
 
-ops.py asks `site` once per call of a product op (matmul, `@`, F.linear,
+op_inference.py asks `site` once per call of a product op (matmul, `@`, F.linear,
 einsum, bmm, ...; vocab/contractions.py) and `violation` per axis.  The
 product is exempt on the axes the code declares partial: `out_partial_axes=`
 of spmd.matmul/linear/einsum, or `spmd.reinterpret(..., src=V, dst=P)` on the
@@ -22,6 +22,7 @@ from ..vocab.opnames import display_name
 from ..vocab.spec import Spmd
 from . import _mypy
 from .decoding import LOCAL_TYPES
+from .answers import depends_on_site
 from .callsite import one_arg
 from .sourcefile import read_source
 
@@ -43,7 +44,7 @@ class Site:
     function's next uses (_mypy.declared_partial), and most products in
     clean code contract no sharded dim.  `consulted` says whether they were
     read, so a result that depended on them is not memoised by operand types
-    alone (ops._infer_one)."""
+    alone (op_inference.infer_one)."""
 
     __slots__ = ("equation", "_ctx", "_exempt")
 
@@ -59,6 +60,7 @@ class Site:
     @property
     def exempt(self) -> FrozenSet[str]:
         if self._exempt is None:
+            depends_on_site()  # the function's next uses: not an answer for other calls
             self._exempt = _declared_exempt(self._ctx)
         return self._exempt
 

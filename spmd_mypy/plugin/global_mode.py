@@ -11,7 +11,7 @@ In global code:
     the operands' GlobalTypes (their spec-form carriers) and the call's literal
     arguments; each FactorError is an spmd-global error with its fix.  The
     factor rules include the local per-axis rules (global refines local).
-    Axes outside `axes=` are typed by the local rules (ops.infer on those axes
+    Axes outside `axes=` are typed by the local rules (op_inference.infer on those axes
     only) and join the result as keywords (an S(i) there reads as V).
   * an operand whose type has no spec (per-axis form: its rank is unknown),
     or a Union, leaves the whole op to the local rules, which are exact when
@@ -44,7 +44,8 @@ from ..vocab.opclasses import REFLECTED, SCALAR, op_class
 from ..vocab.spec import SpecError, Spmd, mismatches
 from ..vocab.spec_collectives import apply_collective
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
-from . import _mypy, callsite, ops, relation
+from . import _mypy, callsite, op_inference, relation
+from .answers import in_scoped_file
 from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
 from .annotations import AnnotationError, Meta
 from .decoding import decode
@@ -77,6 +78,8 @@ class Scope(NamedTuple):
 
 def scope_of(ctx: Any) -> Optional[Scope]:
     """The global scope of the call being checked; None in local code."""
+    if not in_scoped_file(ctx.api):
+        return None  # most files: no @global_spmd, no local_map
     line = getattr(ctx.context, "line", -1)
     axes = global_axes_at(_mypy.checker_path(ctx.api), line, _mypy.check_owner(ctx.api))
     return None if axes is None else Scope(axes)
@@ -244,7 +247,7 @@ def _global_op(
                 SPMD_GLOBAL,
             )
             return (None,)
-        ops.infer(ctx, name, cls, namespace, receiver)  # the local rules still hold
+        op_inference.infer(ctx, name, cls, namespace, receiver)  # the local rules still hold
         return (None,)
     global_partial = [a for a in out_partial if scope.has(a)]
     try:
@@ -259,7 +262,7 @@ def _global_op(
     local: Optional[Spmd] = None
     if _has_local_axes(spmds, scope) or any(not scope.has(a) for a in out_partial):
         names_local = sorted({a for o in spmds for a in o.axes if not scope.has(a)})
-        local = ops.infer(ctx, name, cls, namespace, receiver, project=_local_only(scope, names_local))
+        local = op_inference.infer(ctx, name, cls, namespace, receiver, project=_local_only(scope, names_local))
         _check_local_partial(ctx, name, local, [a for a in out_partial if not scope.has(a)])
     return (merge(g, local, scope, out_partial, sized=any(o.shape is not None for o in spmds)),)
 
@@ -329,7 +332,7 @@ def _partial_op(ctx: Any, op: str) -> _mypy.Type:
         got = _global_op(ctx, op, cls, namespace, False, scope, axes, factor_name=factor)
         if got is not None:
             return typed_result(ctx, got[0], True)
-    result = ops.infer(ctx, op, cls, namespace, False)
+    result = op_inference.infer(ctx, op, cls, namespace, False)
     if result is None:
         return typed_result(ctx, None, has_typed_operand(ctx, False))
     _check_local_partial(ctx, op, result, axes)

@@ -182,6 +182,8 @@ def _check_shape(
 # Spmd.of's answers by argument (an Spmd is immutable, so one object serves all).
 _MADE: Dict[Tuple[object, ...], "Spmd"] = {}
 _MAX_MADE = 65536
+_MADE_SORTED: Dict[Tuple[object, ...], "Spmd"] = {}  # Spmd.of_sorted's values
+_BY_TEXT: Dict[str, "Spmd"] = {}  # canonical string -> the per-axis value that wrote it (parse_spmd)
 
 class Spmd:
     """The SPMD type of a tensor: a local type per mesh axis, optionally a spec.
@@ -295,6 +297,23 @@ class Spmd:
             _MADE[key] = out
         return out
 
+    @classmethod
+    def of_sorted(cls, items: Tuple[Tuple[str, AxisType], ...], nograd: bool, rest: Optional[AxisType]) -> "Spmd":
+        """Spmd.of(dict(items), None, nograd, rest) for per-axis values the
+        rules build from checked ones: `items` sorted by axis, each axis a
+        checked name and each type an R/I/V/P or shard, `nograd` a bool.
+        The checker builds one per typed op, mostly the same few, and these
+        need neither the checks nor the keyword form's sorting."""
+        key = (items, nograd, rest)
+        hit = _MADE_SORTED.get(key)
+        if hit is not None:
+            return hit
+        made = cls.of(dict(items), None, nograd, rest)
+        if len(_MADE_SORTED) >= _MAX_MADE:
+            _MADE_SORTED.clear()
+        _MADE_SORTED[key] = made
+        return made
+
     # -- queries ---------------------------------------------------------------
     @property
     def ndim(self) -> Optional[int]:
@@ -354,6 +373,8 @@ class Spmd:
             parts.append("nograd")
         text = ", ".join(parts)
         object.__setattr__(self, "_text", text)
+        if spec is None and len(_BY_TEXT) < _MAX_MADE:
+            _BY_TEXT.setdefault(text, self)
         return text
 
     __str__ = canonical
@@ -500,6 +521,17 @@ class _Parser:
 def parse_spmd(text: str) -> Spmd:
     """Parse the canonical string form back into an Spmd (inverse of str(spmd))."""
     return _Parser(text).spmd()
+
+
+def read_canonical(text: str) -> Spmd:
+    """parse_spmd, where a string this process wrote (canonical() of a
+    per-axis value) is looked up, not parsed: the checker writes a type's
+    string when it builds a carrier and reads it back for every operand, and
+    the parse round-trips (tests/vocab/test_spec.py).  A spec form is always
+    parsed (its value keeps an uncompared `on_parts` that its string does
+    not say)."""
+    made = _BY_TEXT.get(text)
+    return made if made is not None else _Parser(text).spmd()
 
 
 

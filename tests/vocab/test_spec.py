@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from spmd_mypy import I, P, PartitionSpec, R, S, SpecError, Spmd, V
 from spmd_mypy.vocab import parse_axis_type, parse_spmd
+from spmd_mypy.vocab.spec import read_canonical
 
 AXES = ["dp", "tp", "ep", "cp", "pp"]
 
@@ -47,6 +48,23 @@ def test_canonical_round_trip(s: Spmd) -> None:
     assert parse_spmd(text) == s
     assert str(parse_spmd(text)) == text
     assert pickle.loads(pickle.dumps(s)) == s
+
+
+@given(per_axis() | spec_form())
+def test_read_canonical_is_the_parse(s: Spmd) -> None:
+    # read_canonical looks up the strings this process wrote instead of
+    # parsing them; the value must be the one the parse gives.
+    text = str(s)
+    assert read_canonical(text) == parse_spmd(text) == s
+    assert str(read_canonical(text)) == text
+
+
+def test_read_canonical_parses_strings_it_did_not_write() -> None:
+    text = "qq7=P, zz8=S(1), nograd"  # no value in the suite writes these axes
+    assert read_canonical(text) == Spmd(qq7=P, zz8=S(1), nograd=True)
+    spec = Spmd(spec=PartitionSpec("dp", None), tp=P)
+    assert read_canonical(str(spec)) == spec
+    assert read_canonical(str(spec)) is not spec  # a spec form is always parsed
 
 
 @given(st.dictionaries(st.sampled_from(AXES), axis_types, max_size=4))

@@ -10,6 +10,8 @@ pyproject.toml.  The rest of the plugin imports from here only:
   tensor_types    types that hold tensors: replacing, relaxing, matching
   expressions     literal values, callee names, source text for hints
   calls           the checker side of a call: errors, arguments, re-typing
+  call_keys       a call hook's question as one key; a watch on the errors it reports
+  op_calls        what the op hooks' quick lane reads of a call, in one pass
   analyzer        the semantic analyzer side: lookups, aliases, type spans
   tree            the stub module's calls in a tree; walking statements
   route_declared  rewrite pass: returns and annotated assignments
@@ -63,6 +65,8 @@ from .analyzer import (
     stub_findable,
     type_position,
 )
+from .call_keys import call_key, error_watch
+from .op_calls import simple_operands
 from .calls import (
     autograd_function_forward,
     call_args,
@@ -107,6 +111,7 @@ from .expressions import (
     fullname_of,
     int_value,
     is_false,
+    is_operator,
     is_none_expr,
     is_true,
     literal_value,
@@ -244,6 +249,10 @@ __all__ = [
     "checking_function",
     "named_function",
     "from_cache",
+    # call_keys, op_calls
+    "call_key",
+    "error_watch",
+    "simple_operands",
     # mypy's own types the plugin names
     "AnalyzeTypeContext",
     "AttributeContext",
@@ -360,6 +369,7 @@ __all__ = [
     "expr_text",
     "fullname_of",
     "int_value",
+    "is_operator",
     "is_false",
     "is_none_expr",
     "is_true",

@@ -44,6 +44,12 @@ def fail_past_filters(api: Any, msg: str, context: Context, code: ErrorCode) -> 
         api.fail(msg, context, code=code)
     finally:
         errors._watchers = saved
+    # The watchers above the first filter would have seen it (among them a
+    # hook's own watch, call_keys.error_watch): they still do.
+    for watcher in reversed(saved):
+        if watcher._filter is not False:
+            break
+        watcher._has_new_errors = True
 
 
 def checker_path(api: Any) -> Optional[str]:

@@ -43,20 +43,27 @@ def carried(typ: Optional[Type]) -> Optional[str]:
     """The canonical SPMD string a carrier type holds, else None."""
     if typ is None:
         return None
-    p = _target(typ)
+    # hooks ask for every operand of every op: an Instance (most types) directly
+    p = typ if typ.__class__ is Instance else _target(typ)
     if isinstance(p, Instance) and p.type.fullname == CARRIER and p.args:
-        arg = get_proper_type(p.args[0])
+        arg = p.args[0]
+        if arg.__class__ is not LiteralType:
+            arg = get_proper_type(arg)
         if isinstance(arg, LiteralType) and isinstance(arg.value, str):
             return arg.value
     return None
 
 
+_TENSOR_CLASSES = frozenset({TENSOR, CARRIER})
 def is_tensor(typ: Optional[Type]) -> bool:
     """A torch Tensor (carrier or plain)."""
     if typ is None:
         return False
-    p = _target(typ)
-    return isinstance(p, Instance) and p.type.has_base(TENSOR)
+    p = typ if typ.__class__ is Instance else _target(typ)
+    if not isinstance(p, Instance):
+        return False
+    info = p.type
+    return info.fullname in _TENSOR_CLASSES or info.has_base(TENSOR)
 
 
 def is_any(typ: Optional[Type]) -> bool:

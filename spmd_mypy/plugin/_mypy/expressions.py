@@ -115,6 +115,17 @@ def is_none_expr(expr: Expression) -> bool:
 
 def operator_sides(context: Context) -> Optional[Tuple[str, str]]:
     """Source text of the left and right operands of `a op b`, `a op= b`, `a < b`."""
+    found = _operator_operands(context)
+    return None if found is None else (expr_text(found[0]), expr_text(found[1]))
+
+
+def is_operator(context: Context) -> bool:
+    """Whether `context` is `a op b`, `a op= b` or `a < b` (operator_sides
+    without rendering them)."""
+    return _operator_operands(context) is not None
+
+
+def _operator_operands(context: Context) -> Optional[Tuple[Expression, Expression]]:
     left = getattr(context, "left", None)
     right = getattr(context, "right", None)
     if left is None:
@@ -124,7 +135,7 @@ def operator_sides(context: Context) -> Optional[Tuple[str, str]]:
         if operands and len(operands) >= 2:
             left, right = operands[0], operands[1]
     if isinstance(left, Expression) and isinstance(right, Expression):
-        return expr_text(left), expr_text(right)
+        return left, right
     return None
 
 

@@ -1,0 +1,119 @@
+"""Answering a call hook's question from the answer it gave before.
+
+mypy asks the hook of a typed op or collective once per call in the code,
+and again for the same call when it tries the items of an overloaded torch
+function or the two sides of an operator.  Most calls ask a question that
+some call asked before: the same op on operands of the same types, with
+the same literal arguments (_mypy.call_key says what the question holds).
+`remembered(compute)` is `compute`, answering such a question from its
+first answer when that answer is known to hold for every call that asks it:
+
+- the first answer reported nothing (an error or note, seen even when
+  mypy's filters drop it: an error is reported at its own line, so a call
+  that fails is checked every time);
+- nothing the answer read depended on where the call stands: while it was
+  computed no code `depends_on_site()` (a product whose declared partial
+  axes were looked up, a hint's reading of a declared type);
+- the call stands in plain local code: no @spmd.configurations function
+  exists in the run (a configuration names its errors), the file has no
+  @global_spmd or local_map scope (global mode types by scope), and the
+  communication report does not want the call's site recorded.
+
+`before` runs on every call, answered or not (a side effect on mypy's
+tree the hook makes, such as restoring a parameter's redefinition).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
+
+from . import _mypy, comm_sites
+from .annotations import mentions_spmd
+from .global_scopes import scopes_for
+
+Hook = Callable[[Any], Any]
+
+_MAX_ANSWERS = 65536  # per hook: a long daemon session drops what edits left behind
+
+# Incremented by code that read something of the call's place; an answer
+# computed while it moved is not kept.
+_SITE_READS = [0]
+
+
+def depends_on_site() -> None:
+    """The answer being computed depends on where the call stands, not only
+    on its types and literal arguments: it is not remembered."""
+    _SITE_READS[0] += 1
+
+
+class _File(NamedTuple):
+    """What the hooks' keys need to know about the file a checker checks:
+    whether its code is plain local code, and whether it uses spmd (a result
+    of unknown type is a carrier there, a plain Tensor elsewhere:
+    callsite.typed_result)."""
+
+    owner: object
+    plain: bool
+    uses_spmd: bool
+
+
+# The last file looked at, by its owner (one check pass over one file,
+# _mypy.check_owner): hooks ask about the same file thousands of times in a row.
+
+
+_LAST: List[Any] = [None, None]  # [owner, its _File]
+
+
+def _file(api: Any) -> _File:
+    owner = _mypy.check_owner(api)
+    last = _LAST
+    if owner is last[0] and owner is not None:
+        return last[1]
+    path = _mypy.checker_path(api)
+    made = _File(owner, not scopes_for(path, owner), mentions_spmd(path, owner))
+    last[0], last[1] = owner, made
+    return made
+
+
+def in_scoped_file(api: Any) -> bool:
+    """Whether the file the checker `api` checks has a @global_spmd or
+    local_map scope (global_mode reads which, per call, only then)."""
+    return not _file(api).plain
+
+
+def plain_local_code(api: Any) -> bool:
+    """Whether the call the checker `api` is at stands in plain local code
+    (see the module's docstring): no configured function in the run, no
+    global or local_map scope in its file."""
+    return _file(api).plain and not _mypy.FLAG_NAMES
+
+
+def remembered(compute: Hook, before: Optional[Hook] = None, sites_matter: bool = False) -> Hook:
+    """`compute`, answering a question it answered before from that answer
+    (see the module's docstring).  `sites_matter`: the hook records its call
+    for the communication report when that is wanted."""
+    table: Dict[tuple, Any] = {}
+
+    def hook(ctx: Any) -> Any:
+        api = ctx.api
+        file = _file(api)
+        if not file.plain or _mypy.FLAG_NAMES or (sites_matter and comm_sites.wanted(api)):
+            return compute(ctx)
+        key = _mypy.call_key(ctx, file.uses_spmd)
+        if key is None:
+            return compute(ctx)
+        found = table.get(key)
+        if found is not None:
+            if before is not None:
+                before(ctx)
+            return found
+        reads = _SITE_READS[0]
+        with _mypy.error_watch(api) as watch:
+            answer = compute(ctx)
+        if not watch.has_new_errors() and reads == _SITE_READS[0]:
+            if len(table) >= _MAX_ANSWERS:
+                table.clear()
+            table[key] = answer
+        return answer
+
+    return hook

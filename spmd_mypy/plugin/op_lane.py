@@ -1,0 +1,142 @@
+"""The common op call's way through ops.op_hook, kept short.
+
+Most op calls in annotated code need nothing but their operands' types:
+`x * 2.0`, `F.gelu(x)`, `x.sum(1)`, `x.to(torch.float32)`,
+`x.transpose(0, 1)`, each operand a carrier or a number.  `quick_lane`
+answers such a call from the operands' canonical strings (and the few
+literal facts the rules read: a dtype, the dims of a transpose), remembering
+the result per question: a codebase asks the same question of the same op
+many times.  The answer is op_inference's (the same rules, the same memo),
+typed as the general path types it.
+
+It steps aside (None) for everything else, and the general path answers,
+naming the operands in its messages: a broken rule, a plain tensor, a
+Union, a sequence of tensors, PS/PSA values, `out=`, a product or affine op,
+a factory or random op, code in a global or configured scope.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..vocab.contractions import TRANSPOSES, transposed_dim
+from ..vocab.localtype import V, Shard, local_kind
+from ..vocab.opclasses import (
+    AFFINE,
+    ASSIGN,
+    DTYPE_CASTS,
+    FACTORY,
+    NONLINEAR,
+    RANDOM,
+    REFLECTED,
+    SCALAR_OPERANDS,
+    cast_class,
+)
+from ..vocab.spec import Spmd
+from . import _mypy, contraction
+from .answers import plain_local_code
+from .carrier import spmd_of_text
+from .op_inference import infer_operands
+
+Lane = Callable[[Any], Optional[_mypy.Type]]
+
+_MAX_ANSWERS = 65536  # per op: a long daemon session drops what it no longer asks
+
+
+def quick_lane(name: str, cls: str, namespace: str, receiver: bool) -> Optional[Lane]:
+    """The lane of one op (None when its rule needs more than its operands'
+    types: products, affine, factory, random and assigning ops)."""
+    if cls in (FACTORY, RANDOM, ASSIGN) or name in AFFINE or contraction.is_product(name):
+        return None
+    scalars = name in SCALAR_OPERANDS
+    reflected = name in REFLECTED
+    casts = receiver and name in DTYPE_CASTS
+    transposes = name in TRANSPOSES
+    # question (the operands' strings; with the swap, dtype and dims where
+    # they matter) -> the result's canonical string
+    answers: Dict[Tuple[object, ...], str] = {}
+
+    plain_key = not (reflected or casts or transposes)
+
+    def lane(ctx: Any) -> Optional[_mypy.Type]:
+        texts = _mypy.simple_operands(ctx, receiver, scalars)
+        if texts is None:
+            return None
+        api = ctx.api
+        if not plain_local_code(api):
+            return None
+        _mypy.restore_parameters(api)  # h = h + r in a function generic in a layout
+        if plain_key:
+            swap, dtype, dims, key = False, _NO_CAST, None, texts
+        else:
+            swap = reflected and receiver and len(texts) == 2 and _mypy.is_operator(ctx.context)
+            dtype = dtype_written(ctx) if casts else _NO_CAST
+            dims = _ints(ctx) if transposes else None
+            key = (texts, swap, dtype, dims)
+        found = answers.get(key)
+        if found is None:
+            spmd = _infer(ctx, name, cls, namespace, texts, swap, dtype, dims)
+            if spmd is None:
+                return None  # a rule broken, or no type: the general path reports and types it
+            if len(answers) >= _MAX_ANSWERS:
+                answers.clear()
+            found = answers[key] = spmd.canonical()
+        return _mypy.carrier_in_checker(api, found)
+
+    return lane
+
+
+_NO_CAST: Any = object()  # _infer's dtype for an op that is no dtype cast
+
+
+def _infer(
+    ctx: Any, name: str, cls: str, namespace: str, texts: Tuple[object, ...], swap: bool,
+    dtype: Optional[str], dims: Optional[Tuple[int, ...]],
+) -> Optional[Spmd]:
+    ops: List[Tuple[str, object]] = []
+    for text in texts:
+        value = spmd_of_text(text) if isinstance(text, str) else text
+        if value is None:
+            return None  # a carrier's string that does not parse: unknown
+        ops.append(("", value))
+    if swap:
+        ops.reverse()  # `2.0 - x` runs x.__rsub__(2.0): the left operand first
+    op_cls = cls if dtype is _NO_CAST else cast_class(name, dtype, cls)
+    found = infer_operands(ctx, name, op_cls, namespace, ops)
+    if found is None or found[0] is None:
+        return None
+    spmd = found[0]
+    if op_cls is NONLINEAR and op_cls is not cls:
+        spmd = Spmd.of(spmd.axes, spmd.spec, True, spmd.rest)  # an integer result: no gradient
+    if dims is not None:
+        source = texts[0]  # the receiver, or the function's first operand
+        spmd = transposed(spmd_of_text(source) if isinstance(source, str) else None, spmd, name, list(dims))
+    return spmd
+
+
+def _ints(ctx: Any) -> Tuple[int, ...]:
+    """The int literals among the arguments, in order (a transpose's dims)."""
+    return tuple(d for d in (_mypy.int_value(e) for _, e, _ in _mypy.call_args(ctx)) if d is not None)
+
+
+def dtype_written(ctx: Any) -> Optional[str]:
+    """The name of a torch dtype written as an argument (`torch.int64` ->
+    "int64"), or None."""
+    for _, expr, _ in _mypy.call_args(ctx):
+        full = _mypy.fullname_of(expr)  # torch.int64 is defined as torch._C.int64
+        if full is not None and full.startswith(("torch.", "torch._C.")):
+            return full.rpartition(".")[2]
+    return None
+
+
+def transposed(source: Optional[Spmd], result: Spmd, name: str, dims: List[int]) -> Spmd:
+    """The result of a transposing view of `source` with its shards' dims
+    moved (vocab.contractions.transposed_dim); V where the rank would decide."""
+    if source is None or source.spec is not None:
+        return result
+    axes = dict(result.axes)
+    for a, t in source.axes.items():
+        if isinstance(t, Shard) and local_kind(axes.get(a)) == "V":
+            moved = transposed_dim(name, t.dim, dims)
+            axes[a] = Shard(moved) if moved is not None else V
+    return Spmd.of(axes, None, result.nograd, result.rest)
