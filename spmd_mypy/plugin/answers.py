@@ -25,7 +25,7 @@ tree the hook makes, such as restoring a parameter's redefinition).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from . import _mypy, comm_sites
 from .annotations import mentions_spmd
@@ -107,13 +107,21 @@ def remembered(compute: Hook, before: Optional[Hook] = None, sites_matter: bool 
             if before is not None:
                 before(ctx)
             return found
-        reads = _SITE_READS[0]
-        with _mypy.error_watch(api) as watch:
-            answer = compute(ctx)
-        if not watch.has_new_errors() and reads == _SITE_READS[0]:
+        answer, clean = quietly(compute, ctx)
+        if clean:
             if len(table) >= _MAX_ANSWERS:
                 table.clear()
             table[key] = answer
         return answer
 
     return hook
+
+
+def quietly(compute: Hook, ctx: Any) -> Tuple[Any, bool]:
+    """compute(ctx), and whether its answer holds for every call that asks
+    the same question: it reported nothing, and read nothing of the call's
+    place (see the module's docstring)."""
+    reads = _SITE_READS[0]
+    with _mypy.error_watch(ctx.api) as watch:
+        answer = compute(ctx)
+    return answer, not watch.has_new_errors() and reads == _SITE_READS[0]

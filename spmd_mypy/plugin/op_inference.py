@@ -13,7 +13,7 @@ local in global code).
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ..vocab.collectives import fix_call
 from ..vocab.localtype import I, P, R, V, AxisType, LocalType, Shard, local_kind
@@ -257,25 +257,38 @@ def _infer_one(
     return result
 
 
-def infer_operands(ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand]) -> Optional[Tuple[Optional[Spmd]]]:
-    """The result of an op that is no product on these operands, all typed
-    (Spmd or SCALAR, no text needed), when no rule is broken: a 1-tuple.
-    None when one is: nothing is reported, the caller takes the general path
-    (infer_all), which reports it with the operands named."""
-    key = (name, cls, namespace, 0, tuple(o for _, o in ops), None)
-    found = _INFERRED.get(key, _INFERRED)
-    if found is not _INFERRED:
-        return (found,)  # type: ignore[return-value]
-    result, failed = _infer_typed(ctx, name, cls, namespace, ops, 0, _ignore)
-    if failed:
+def typed_quietly(cls: str, values: Sequence[object], no_grad_result: bool) -> Optional[Spmd]:
+    """The result of an op of class `cls` that is no product, factory, random
+    or assigning op, on operands all typed (Spmd or SCALAR, in source order;
+    `no_grad_result`: the op's result carries no gradient whatever its
+    operands), when no rule is broken and the result has a type; None
+    otherwise (the caller then takes the general path, infer_all, which
+    reports the broken rule with the operands named).
+
+    The quick lane's question (op_lane.py): the same rules and the same
+    result as _infer_typed, in the fewest steps; reads nothing of the call,
+    so its answer holds for every call that asks it.
+    tests/checker/test_op_lane.py holds the two equal."""
+    spmds = [v for v in values if isinstance(v, Spmd)]
+    first = spmds[0].axes
+    if all(s.axes.keys() == first.keys() for s in spmds):
+        axes: Iterable[str] = first
+    else:
+        axes = sorted({a for s in spmds for a in s.axes})
+    nograd = tuple(v.nograd if isinstance(v, Spmd) else True for v in values)
+    items = []
+    try:
+        for axis in axes:
+            t = _combine(cls, [v.axis_type(axis) if isinstance(v, Spmd) else v for v in values], nograd, 0)  # type: ignore[arg-type]
+            if t is not None:
+                items.append((axis, t))
+    except OpRuleError:
         return None
-    if len(_INFERRED) < _MAX_INFERRED:
-        _INFERRED[key] = result
-    return (result,)
-
-
-def _ignore(axis: str, message: str) -> None:
-    return None
+    rest_types = [(R if v.spec is not None else v.rest) if isinstance(v, Spmd) else v for v in values]
+    rest = None if any(t is None for t in rest_types) else _combined_or_none(cls, rest_types, nograd, 0)  # type: ignore[arg-type]
+    if not items and rest is None:
+        return None
+    return Spmd.of_sorted(tuple(items), all(s.nograd for s in spmds) or no_grad_result, rest)
 
 
 def _infer_typed(

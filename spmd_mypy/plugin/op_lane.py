@@ -26,6 +26,7 @@ from ..vocab.opclasses import (
     ASSIGN,
     DTYPE_CASTS,
     FACTORY,
+    NO_GRAD_RESULTS,
     NONLINEAR,
     RANDOM,
     REFLECTED,
@@ -36,7 +37,7 @@ from ..vocab.spec import Spmd
 from . import _mypy, contraction
 from .answers import plain_local_code
 from .carrier import spmd_of_text
-from .op_inference import infer_operands
+from .op_inference import typed_quietly
 
 Lane = Callable[[Any], Optional[_mypy.Type]]
 
@@ -57,6 +58,7 @@ def quick_lane(name: str, cls: str, namespace: str, receiver: bool) -> Optional[
     answers: Dict[Tuple[object, ...], str] = {}
 
     plain_key = not (reflected or casts or transposes)
+    no_grad = name in NO_GRAD_RESULTS
 
     def lane(ctx: Any) -> Optional[_mypy.Type]:
         texts = _mypy.simple_operands(ctx, receiver, scalars)
@@ -75,37 +77,50 @@ def quick_lane(name: str, cls: str, namespace: str, receiver: bool) -> Optional[
             key = (texts, swap, dtype, dims)
         found = answers.get(key)
         if found is None:
-            spmd = _infer(ctx, name, cls, namespace, texts, swap, dtype, dims)
-            if spmd is None:
-                return None  # a rule broken, or no type: the general path reports and types it
-            if len(answers) >= _MAX_ANSWERS:
-                answers.clear()
-            found = answers[key] = spmd.canonical()
+            op_cls = cls if dtype is _NO_CAST else cast_class(name, dtype, cls)
+            # ops of one class take the same rules: their answers are shared
+            # (the name matters only where a transpose moves dims by it)
+            shared = (op_cls, cls, no_grad, texts, swap, dims, name if transposes else None)
+            found = _SHARED.get(shared)
+            if found is None:
+                spmd = _infer(name, cls, op_cls, texts, swap, dims)
+                if spmd is None:
+                    return None  # a rule broken, or no type: the general path reports and types it
+                found = _keep(_SHARED, shared, spmd.canonical())
+            _keep(answers, key, found)
         return _mypy.carrier_in_checker(api, found)
 
     return lane
 
 
-_NO_CAST: Any = object()  # _infer's dtype for an op that is no dtype cast
+_NO_CAST: Any = object()  # the dtype of an op that is no dtype cast
+
+# (class after a cast, class, no-gradient result, operands, swap, dims, name of
+# a transpose) -> the result's canonical string, for every op of the lane
+_SHARED: Dict[Tuple[object, ...], str] = {}
+
+
+def _keep(table: Dict[Tuple[object, ...], str], key: Tuple[object, ...], value: str) -> str:
+    if len(table) >= _MAX_ANSWERS:
+        table.clear()  # a long daemon session: questions no longer asked
+    table[key] = value
+    return value
 
 
 def _infer(
-    ctx: Any, name: str, cls: str, namespace: str, texts: Tuple[object, ...], swap: bool,
-    dtype: Optional[str], dims: Optional[Tuple[int, ...]],
+    name: str, cls: str, op_cls: str, texts: Tuple[object, ...], swap: bool, dims: Optional[Tuple[int, ...]]
 ) -> Optional[Spmd]:
-    ops: List[Tuple[str, object]] = []
+    values: List[object] = []
     for text in texts:
         value = spmd_of_text(text) if isinstance(text, str) else text
         if value is None:
             return None  # a carrier's string that does not parse: unknown
-        ops.append(("", value))
+        values.append(value)
     if swap:
-        ops.reverse()  # `2.0 - x` runs x.__rsub__(2.0): the left operand first
-    op_cls = cls if dtype is _NO_CAST else cast_class(name, dtype, cls)
-    found = infer_operands(ctx, name, op_cls, namespace, ops)
-    if found is None or found[0] is None:
+        values.reverse()  # `2.0 - x` runs x.__rsub__(2.0): the left operand first
+    spmd = typed_quietly(op_cls, values, name in NO_GRAD_RESULTS)
+    if spmd is None:
         return None
-    spmd = found[0]
     if op_cls is NONLINEAR and op_cls is not cls:
         spmd = Spmd.of(spmd.axes, spmd.spec, True, spmd.rest)  # an integer result: no gradient
     if dims is not None:

@@ -66,7 +66,7 @@ from .analyzer import (
     type_position,
 )
 from .call_keys import call_key, error_watch
-from .op_calls import simple_operands
+from .op_calls import collective_question, simple_operands
 from .calls import (
     autograd_function_forward,
     call_args,
@@ -77,6 +77,7 @@ from .calls import (
     expression_type,
     fail,
     fail_past_filters,
+    first_args,
     formal_args,
     formal_groups,
     forward_signature,
@@ -252,6 +253,7 @@ __all__ = [
     # call_keys, op_calls
     "call_key",
     "error_watch",
+    "collective_question",
     "simple_operands",
     # mypy's own types the plugin names
     "AnalyzeTypeContext",
@@ -338,6 +340,7 @@ __all__ = [
     "expression_type",
     "fail",
     "fail_past_filters",
+    "first_args",
     "formal_args",
     "formal_groups",
     "forward_signature",

@@ -4,7 +4,7 @@ Function.forward), and typing an expression again."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import CallExpr, Context, Expression, RefExpr, TypeInfo
@@ -77,6 +77,15 @@ def call_args(ctx: Any) -> Tuple[Tuple[Optional[str], Expression, Type], ...]:
 
 
 _LAST_CALL_ARGS: List[Any] = [None, ()]
+
+
+def first_args(ctx: Any) -> Dict[Optional[str], Tuple[Expression, Type]]:
+    """The first actual argument bound to each parameter that has one, by the
+    parameter's name: (expression, type) (formal_args' first item, for all
+    parameters in one pass)."""
+    return {
+        name: (exprs[0], types[0]) for name, exprs, types in zip(ctx.callee_arg_names, ctx.args, ctx.arg_types) if exprs
+    }
 
 
 def formal_args(ctx: Any, formal: str) -> List[Tuple[Expression, Type]]:

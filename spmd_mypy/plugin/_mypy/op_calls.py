@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
+from mypy.nodes import CallExpr, IntExpr, NameExpr, StrExpr, TupleExpr, UnaryExpr
 from mypy.types import Instance, LiteralType
 
 from ...vocab.opclasses import SCALAR
@@ -70,3 +71,55 @@ def _literal_text(typ: Any) -> Optional[str]:
     if arg.__class__ is not LiteralType or not isinstance(arg.value, str) or "PS" in arg.value:
         return None
     return arg.value
+
+
+def collective_question(ctx: Any) -> Optional[Tuple[object, ...]]:
+    """For a typed collective's call written in the plain form -- its value
+    a carrier, the axis a string (or a tuple of them), src/dst/expert_mode/op
+    names or literals (`S(0)` a call of a name on an int) -- what the hook's
+    answer depends on: the value's canonical string and each other
+    argument's written form, by parameter; None for any other call (a group
+    or a variable as the axis, a computed src, an argument bound to no
+    parameter) or a result that is not one tensor."""
+    default = ctx.default_return_type
+    if default.__class__ is not Instance or default.type.fullname not in _TENSORS:
+        return None
+    context = ctx.context
+    if context.__class__ is CallExpr and len(context.args) != sum(map(len, ctx.arg_types)):
+        return None
+    parts: List[object] = []
+    for formal, exprs, types in zip(ctx.callee_arg_names, ctx.args, ctx.arg_types):
+        for expr, typ in zip(exprs, types):
+            if formal == "x":
+                shape: object = _literal_text(typ)
+            elif formal == "axis":
+                shape = _axis_shape(expr)
+            else:
+                shape = _written(expr)
+            if shape is None:
+                return None
+            parts += (formal, shape)
+    return tuple(parts)
+
+
+def _axis_shape(expr: Any) -> Optional[object]:
+    if expr.__class__ is StrExpr:
+        return expr.value
+    if expr.__class__ is TupleExpr and all(e.__class__ is StrExpr for e in expr.items):
+        return tuple(e.value for e in expr.items)
+    return None
+
+
+def _written(expr: Any) -> Optional[object]:
+    """A name by its fullname, a string or int literal, `S(-1)`; else None."""
+    cls = expr.__class__
+    if cls is NameExpr:
+        return expr.fullname or None
+    if cls is StrExpr or cls is IntExpr:
+        return (cls, expr.value)
+    if cls is UnaryExpr and expr.op == "-" and expr.expr.__class__ is IntExpr:
+        return (IntExpr, -expr.expr.value)
+    if cls is CallExpr and expr.callee.__class__ is NameExpr and len(expr.args) == 1 and not expr.arg_names[0]:
+        inner = _written(expr.args[0])
+        return None if inner is None or inner[0] is not IntExpr else (expr.callee.fullname, inner)  # type: ignore[index]
+    return None
