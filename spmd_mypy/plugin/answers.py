@@ -81,6 +81,11 @@ def in_scoped_file(api: Any) -> bool:
     return not _file(api).plain
 
 
+def uses_spmd(api: Any) -> bool:
+    """Whether the file the checker `api` checks mentions spmd (annotations.mentions_spmd)."""
+    return _file(api).uses_spmd
+
+
 def plain_local_code(api: Any) -> bool:
     """Whether the call the checker `api` is at stands in plain local code
     (see the module's docstring): no configured function in the run, no

@@ -237,9 +237,7 @@ def _infer_one(
     if not ops and name in WITHOUT_OPERANDS and namespace == "torch":
         # torch.zeros(n), torch.randn(n): one type on every axis (a draw is R
         # on the axes whose ranks draw alike: the synced_rng setting).
-        every = WITHOUT_OPERANDS[name]
-        synced = {a: R for a in _SYNCED_RNG} if every is V else {}
-        return Spmd.of(synced, None, not _asks_for_grad(ctx), every)
+        return without_operands(name, asks_for_grad(ctx))
     if not any(isinstance(o, Spmd) for _, o in ops):
         return None
     if any(o is None for _, o in ops):
@@ -255,6 +253,20 @@ def _infer_one(
     if not failed and not (product is not None and product.consulted) and len(_INFERRED) < _MAX_INFERRED:
         _INFERRED[key] = result
     return result
+
+
+def without_operands(name: str, asks_for_grad: bool) -> Spmd:
+    """The result of a torch function of WITHOUT_OPERANDS called without
+    tensor operands (torch.zeros(n), torch.randn(n)): one type on every axis,
+    a draw R on the axes whose ranks draw alike (the synced_rng setting)."""
+    every = WITHOUT_OPERANDS[name]
+    synced = {a: R for a in _SYNCED_RNG} if every is V else {}
+    return Spmd.of(synced, None, not asks_for_grad, every)
+
+
+def asks_for_grad(ctx: Any) -> bool:
+    """requires_grad= passed and not literally False."""
+    return any(not _mypy.is_false(expr) for expr, _ in _mypy.formal_args(ctx, "requires_grad"))
 
 
 def typed_quietly(cls: str, values: Sequence[object], no_grad_result: bool) -> Optional[Spmd]:
@@ -354,7 +366,7 @@ def _infer_typed(
     if not result and rest is None:
         return None, failed
     tensors_nograd = all(o.nograd for _, o in ops if isinstance(o, Spmd))
-    fresh = cls == FACTORY and not _asks_for_grad(ctx)  # zeros_like(x), x.new_ones(n)
+    fresh = cls == FACTORY and not asks_for_grad(ctx)  # zeros_like(x), x.new_ones(n)
     # `result` holds the axes in sorted order, the types the rules gave
     return Spmd.of_sorted(tuple(result.items()), tensors_nograd or fresh or name in NO_GRAD_RESULTS, rest), failed
 
@@ -405,7 +417,4 @@ def _rest(cls: str, ops: List[Operand], nograd: List[bool], n_product: int) -> O
     return _combined_or_none(cls, types, nograd, n_product)
 
 
-def _asks_for_grad(ctx: Any) -> bool:
-    """requires_grad= passed and not literally False."""
-    return any(not _mypy.is_false(expr) for expr, _ in _mypy.formal_args(ctx, "requires_grad"))
 

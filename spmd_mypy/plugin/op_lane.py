@@ -31,13 +31,14 @@ from ..vocab.opclasses import (
     RANDOM,
     REFLECTED,
     SCALAR_OPERANDS,
+    WITHOUT_OPERANDS,
     cast_class,
 )
 from ..vocab.spec import Spmd
 from . import _mypy, contraction
-from .answers import plain_local_code
+from .answers import plain_local_code, uses_spmd
 from .carrier import spmd_of_text
-from .op_inference import typed_quietly
+from .op_inference import asks_for_grad, typed_quietly, without_operands
 
 Lane = Callable[[Any], Optional[_mypy.Type]]
 
@@ -89,6 +90,26 @@ def quick_lane(name: str, cls: str, namespace: str, receiver: bool) -> Optional[
                 found = _keep(_SHARED, shared, spmd.canonical())
             _keep(answers, key, found)
         return _mypy.carrier_in_checker(api, found)
+
+    return lane
+
+
+def factory_lane(name: str, namespace: str) -> Optional[Lane]:
+    """The lane of torch.zeros / empty / randn and the like (WITHOUT_OPERANDS)
+    called with no tensor among their arguments: the result's type follows
+    from the name and whether requires_grad= asks for a gradient."""
+    if namespace != "torch" or name not in WITHOUT_OPERANDS:
+        return None
+
+    def lane(ctx: Any) -> Optional[_mypy.Type]:
+        if _mypy.simple_operands(ctx, False, False, carrier_needed=False) != ():
+            return None  # a tensor among the arguments, or an argument the lane does not read
+        api = ctx.api
+        if not plain_local_code(api):
+            return None
+        if not uses_spmd(api):
+            return ctx.default_return_type  # elsewhere a factory stays a plain Tensor
+        return _mypy.carrier_in_checker(api, without_operands(name, asks_for_grad(ctx)).canonical())
 
     return lane
 

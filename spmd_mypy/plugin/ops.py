@@ -31,7 +31,7 @@ from .carrier import carrier, spmd_of
 from .errors import SPMD_BACKWARD, SPMD_INPLACE
 from .guard import default_attr, default_return, guarded
 from .op_inference import Alternatives, configure, infer, infer_all
-from .op_lane import dtype_written, quick_lane, transposed
+from .op_lane import dtype_written, factory_lane, quick_lane, transposed
 
 __all__ = ["configure", "op_hook", "attribute_hook", "check_out"]
 
@@ -59,7 +59,7 @@ def op_hook(
             default_return,
         )
     cls = op_class(name, namespace)
-    quick = quick_lane(name, cls, namespace, receiver)
+    quick = quick_lane(name, cls, namespace, receiver) or factory_lane(name, namespace)
 
     def hook(ctx: Any) -> _mypy.Type:
         found = quick(ctx) if quick is not None else None  # most calls (op_lane.py)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from mypy.nodes import CallExpr, IntExpr, NameExpr, StrExpr, TupleExpr, UnaryExpr
-from mypy.types import Instance, LiteralType
+from mypy.types import Instance, LiteralType, TupleType
 
 from ...vocab.opclasses import SCALAR
 from .carriers import CARRIER, TENSOR
@@ -20,16 +20,21 @@ from .carriers import CARRIER, TENSOR
 _TENSORS = frozenset({TENSOR, CARRIER})
 _NUMBERS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex"})
 # Arguments that hold no tensor and are no operand: a string, a dtype, ...
-_INERT = frozenset({"builtins.str", "torch.dtype", "torch.memory_format", "torch.device", "torch.layout"})
+_INERT = frozenset(
+    {"builtins.str", "torch._C.dtype", "torch._C.memory_format", "torch._C.device", "torch._C.layout"}
+)
 
 
-def simple_operands(ctx: Any, receiver: bool, scalars: bool) -> Optional[Tuple[object, ...]]:
+def simple_operands(
+    ctx: Any, receiver: bool, scalars: bool, carrier_needed: bool = True
+) -> Optional[Tuple[object, ...]]:
     """For a call whose result is one tensor and whose arguments are all
-    carriers, Python numbers or inert values (not `out=`): its operands in
-    the order the rules take them (the receiver first, then the arguments
-    by parameter), each a carrier's canonical string or SCALAR (a number,
-    an operand only when `scalars`); None for any other call, or one
-    without a carrier operand, or with a PS/PSA one."""
+    carriers, Python numbers or inert values (a string, a dtype, a tuple of
+    ints; not `out=`): its operands in the order the rules take them (the
+    receiver first, then the arguments by parameter), each a carrier's
+    canonical string or SCALAR (a number, an operand only when `scalars`);
+    None for any other call, or one with a PS/PSA operand, or (when
+    `carrier_needed`) one without a carrier operand."""
     default = ctx.default_return_type
     if default.__class__ is not Instance:
         return None
@@ -43,23 +48,32 @@ def simple_operands(ctx: Any, receiver: bool, scalars: bool) -> Optional[Tuple[o
             return None
         out.append(text)
     carriers = receiver
-    for names, types in zip(ctx.arg_names, ctx.arg_types):
-        for name, typ in zip(names, types):
-            if typ.__class__ is not Instance or name == "out":
-                return None
-            full = typ.type.fullname
-            if full == CARRIER:
-                text = _literal_text(typ)
-                if text is None:
+    for types in ctx.arg_types:
+        for typ in types:
+            cls = typ.__class__
+            if cls is Instance:
+                full = typ.type.fullname
+                if full == CARRIER:
+                    text = _literal_text(typ)
+                    if text is None:
+                        return None
+                    out.append(text)
+                    carriers = True
+                elif full in _NUMBERS:
+                    if scalars:
+                        out.append(SCALAR)
+                elif full not in _INERT:
                     return None
-                out.append(text)
-                carriers = True
-            elif full in _NUMBERS:
-                if scalars:
-                    out.append(SCALAR)
-            elif full not in _INERT:
+            elif cls is not TupleType or not _ints(typ):  # a tuple of sizes or dims passes
                 return None
-    return tuple(out) if carriers else None
+    if not carriers and carrier_needed or "out" in getattr(ctx.context, "arg_names", ()):
+        return None  # out=t: the result must agree with t (ops.check_out)
+    return tuple(out)
+
+
+def _ints(typ: TupleType) -> bool:
+    """A tuple type of ints (the rules read no tuple but a display of tensors)."""
+    return all(t.__class__ is Instance and t.type.fullname == "builtins.int" for t in typ.items)
 
 
 def _literal_text(typ: Any) -> Optional[str]:
