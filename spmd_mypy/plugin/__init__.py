@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -92,12 +93,22 @@ _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
 
 
 def _rules_version() -> str:
-    """A digest of the rule tables, so that mypy's cache goes stale when they change."""
-    h = hashlib.sha256()
-    for path in sorted(_VOCAB.glob("*.py")) + sorted(Path(__file__).parent.rglob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
+    """A digest of the rule tables and the plugin's sources, so that mypy's
+    cache goes stale when one changes: of each file's name, size and
+    modification time (a stat per file; reading them all cost ~2 ms a run)."""
+    rows: List[str] = []
+    plugin = os.path.dirname(__file__)
+    folders = [(str(_VOCAB), len(str(_VOCAB)), False), (plugin, len(plugin), True)]
+    while folders:
+        folder, strip, below = folders.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    stat = entry.stat()
+                    rows.append(f"{entry.path[strip:]} {stat.st_size} {stat.st_mtime_ns}")
+                elif below and entry.name != "__pycache__" and entry.is_dir():
+                    folders.append((entry.path, strip, True))
+    return hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()[:16]
 
 
 _TORCH_FUNCTION_PREFIXES = tuple(p for p, _ in FUNCTION_NAMESPACES)
