@@ -34,15 +34,12 @@ spmd.local_map(fn, in_types=..., out_types=...) is local_map.py's.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..vocab.collectives import CollectiveError, plan
-from ..vocab.factors import FactorError, has_rule, propagate
-from ..vocab.globaltype import GlobalType
 from ..vocab.localtype import P, Shard, V, AxisType
 from ..vocab.opclasses import REFLECTED, SCALAR, op_class
 from ..vocab.spec import SpecError, Spmd, mismatches
-from ..vocab.spec_collectives import apply_collective
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
 from . import _mypy, callsite, ops, relation
 from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
@@ -56,6 +53,22 @@ from .guard import STRICT, default_return, guarded, nothing, report_skipped
 GLOBAL_OPS = "spmd_mypy.runtime.global_ops."
 
 Typed = Optional[Tuple[Optional[Spmd]]]  # None: not handled here; (type or None,)
+
+
+if TYPE_CHECKING:
+    from ..vocab.factors import FactorError
+    from ..vocab.globaltype import GlobalType
+
+
+def _global_rules() -> None:
+    """The factor rules, global types and spec-level collectives (about a
+    tenth of the plugin's import), imported where a global type is first
+    built: most projects have no global code."""
+    global FactorError, GlobalType, apply_collective, has_rule, propagate
+    if "propagate" not in globals():
+        from ..vocab.factors import FactorError, has_rule, propagate
+        from ..vocab.globaltype import GlobalType
+        from ..vocab.spec_collectives import apply_collective
 
 
 # The mesh axis sizes of the `mesh` setting (empty: not fixed), for reshapes
@@ -89,6 +102,7 @@ def to_global(spmd: Spmd, scope: Scope) -> Optional[GlobalType]:
     """The global type of a spec-form value on the scope's axes (None: no spec)."""
     if spmd.spec is None:
         return None
+    _global_rules()
     entries = [tuple(a for a in d if scope.has(a)) or None for d in spmd.spec.dims]
     partial = [a for a, t in spmd.axes.items() if t is P and scope.has(a)]
     local = {a: t for a, t in spmd.axes.items() if not isinstance(t, Shard) and t is not P and scope.has(a)}
@@ -206,6 +220,7 @@ def _global_op(
     out_partial: Sequence[str],
     factor_name: Optional[str] = None,
 ) -> Typed:
+    _global_rules()
     options = callsite.operands(ctx, name, receiver)
     if not options or any(len(c) != 1 or c[0] is None for _, c in options):
         return None  # a Union or a plain tensor: the local rules (unknown result)
@@ -351,6 +366,7 @@ def refine_collective(
     axes = (axis,) if isinstance(axis, str) else axis
     if not all(scope.has(a) for a in axes):
         return None
+    _global_rules()
     actual = spmd_of(x[1])
     if actual is None:
         return None
@@ -540,6 +556,7 @@ def transposed_attribute(name: str, inner: Callable[[Any], _mypy.Type]) -> Calla
         spmd = spmd_of(ctx.type)
         if scope is None or spmd is None or ctx.is_lvalue:
             return inner(ctx)
+        _global_rules()
         g = to_global(spmd, scope)
         if g is None:
             return inner(ctx)
