@@ -23,7 +23,6 @@ import sys
 from typing import Any, Callable, List, Optional, TypeVar
 
 from ..vocab.aliases import DEFAULT_VOCABULARY, reword
-from ..vocab.configurations import in_configuration
 from . import _mypy
 from .errors import ALL, SPMD_INTERNAL
 
@@ -86,6 +85,8 @@ def _name_configuration(api: Any, mark: Any) -> None:
     every axis it names one rank (plugin/configurations.py)."""
     found = _mypy.current_configuration(api) if mark is not None else None
     if found is not None:
+        from ..vocab.configurations import in_configuration  # configured code only
+
         config, copy = found
         _mypy.configure_since(mark, _CODES, lambda message: in_configuration(message, config), copy)
 

@@ -108,3 +108,11 @@ def test_features_are_imported_on_first_use_and_configured(tmp_path: Path) -> No
     assert out[0] == "spmd_types spmd_types_regions"  # Fn.apply asks a Function's typecheck hooks
     assert out[1] == "gradsync spmd_types spmd_types_regions dtensor"
     assert out[2] == "('ep',)"
+
+
+def test_the_rewrite_pass_gates_spmd_types_passes_on_the_module_they_read() -> None:
+    """rewrites.py skips (and never imports) the spmd_types passes in a tree
+    that does not import the module they look for."""
+    from spmd_mypy.plugin._mypy import rewrites, spmd_types_regions, spmd_types_tree
+
+    assert rewrites.SPMD_TYPES == spmd_types_regions.MODULE == spmd_types_tree.MODULE

@@ -36,6 +36,9 @@ pyproject.toml.  The rest of the plugin imports from here only:
 
 from __future__ import annotations
 
+import importlib
+from typing import Any, Dict
+
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import Context, Expression
 from mypy.plugin import (
@@ -130,8 +133,6 @@ from .members import (
 )
 from .overrides import ignore_carrier_overrides
 from .reword import error_mark, reword_since
-from .finals import alias_target, final_name, module_file, module_value, resolve_in_module
-from .partial_sites import declared_partial, source_text, span
 from .group_types import (
     GROUP_CARRIER,
     PROCESS_GROUP,
@@ -143,7 +144,6 @@ from .group_types import (
     plain_group_in_analyzer,
     relax_group,
 )
-from .signatures import positional_signature, takes_var_args
 from .scopes import (
     MODULE_SCOPE,
     bodies_not_checked_yet,
@@ -175,48 +175,8 @@ from .tensor_types import (
     type_arguments,
 )
 from .dtensor_types import DTENSOR_MODULE, imports_dtensor, later_partners, mesh_names, placed_dtensor, placed_of
-from .spmd_types_tree import dict_entries, enum_value, instance_fullname
-from .spmd_types_rules import (
-    class_in_file,
-    conditional,
-    hook_function,
-    int_tuple,
-    is_none_type,
-    name_of,
-    rule_call,
-    rule_steps,
-)
-from .spmd_types_regions import (
-    Asserted,
-    decorator_call,
-    keyword_arg,
-    none_literal,
-    tuple_display,
-    typecheck_hooks_of,
-)
-from .grad_sites import (
-    CallSite,
-    DeclaredParam,
-    alias_source,
-    assignments,
-    at_line,
-    bound_arguments,
-    called_function,
-    calls_of_function,
-    current_function,
-    known_type,
-    listed_items,
-    loop_binding,
-    member_path,
-    method_call_of,
-    module_functions,
-    module_parameters,
-    name_type,
-    reads_after,
-)
 from .raw_writes import RAW_WRITE, call_argument, raw_write_call
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
-from .wrap_untyped import wrap_untyped_calls
 from .configurations import (
     FLAG_NAMES,
     MARKER_CALL as CONFIGURATION_MARKER_CALL,
@@ -235,6 +195,68 @@ from .configurations import (
 )
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
 from .writes import branches, parameter_calls, plain_tensor_call, quietly_typed, written_value
+
+
+# Submodules the core checks never use (spmd_types, gradient sync, local_map
+# and trusted, partial-sum look-ahead, Final specs, calls torch leaves
+# untyped): imported on the first read of one of their names.
+_LAZY: Dict[str, str] = {
+    "alias_target": "finals",
+    "final_name": "finals",
+    "module_file": "finals",
+    "module_value": "finals",
+    "resolve_in_module": "finals",
+    "declared_partial": "partial_sites",
+    "source_text": "partial_sites",
+    "span": "partial_sites",
+    "positional_signature": "signatures",
+    "takes_var_args": "signatures",
+    "wrap_untyped_calls": "wrap_untyped",
+    "dict_entries": "spmd_types_tree",
+    "enum_value": "spmd_types_tree",
+    "instance_fullname": "spmd_types_tree",
+    "class_in_file": "spmd_types_rules",
+    "conditional": "spmd_types_rules",
+    "hook_function": "spmd_types_rules",
+    "int_tuple": "spmd_types_rules",
+    "is_none_type": "spmd_types_rules",
+    "name_of": "spmd_types_rules",
+    "rule_call": "spmd_types_rules",
+    "rule_steps": "spmd_types_rules",
+    "Asserted": "spmd_types_regions",
+    "decorator_call": "spmd_types_regions",
+    "keyword_arg": "spmd_types_regions",
+    "none_literal": "spmd_types_regions",
+    "tuple_display": "spmd_types_regions",
+    "typecheck_hooks_of": "spmd_types_regions",
+    "CallSite": "grad_sites",
+    "DeclaredParam": "grad_sites",
+    "alias_source": "grad_sites",
+    "assignments": "grad_sites",
+    "at_line": "grad_sites",
+    "bound_arguments": "grad_sites",
+    "called_function": "grad_sites",
+    "calls_of_function": "grad_sites",
+    "current_function": "grad_sites",
+    "known_type": "grad_sites",
+    "listed_items": "grad_sites",
+    "loop_binding": "grad_sites",
+    "member_path": "grad_sites",
+    "method_call_of": "grad_sites",
+    "module_functions": "grad_sites",
+    "module_parameters": "grad_sites",
+    "name_type": "grad_sites",
+    "reads_after": "grad_sites",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("." + module, __name__), name)
+    globals()[name] = value  # later reads skip __getattr__
+    return value
 
 __all__ = [
     "MODULE_SCOPE",
