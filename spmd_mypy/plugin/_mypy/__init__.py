@@ -37,7 +37,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Dict, Tuple
 
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import Context, Expression
@@ -196,69 +196,80 @@ from .configurations import (
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
 from .writes import branches, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
+from .finals import alias_target, final_name, module_file, module_value, resolve_in_module
+from .partial_sites import declared_partial, source_text, span
 
-# Submodules the core checks never use (spmd_types, gradient sync, local_map
-# and trusted, partial-sum look-ahead, Final specs, calls torch leaves
-# untyped): imported on the first read of one of their names.
-_LAZY: Dict[str, str] = {
-    "alias_target": "finals",
-    "final_name": "finals",
-    "module_file": "finals",
-    "module_value": "finals",
-    "resolve_in_module": "finals",
-    "declared_partial": "partial_sites",
-    "source_text": "partial_sites",
-    "span": "partial_sites",
-    "positional_signature": "signatures",
-    "takes_var_args": "signatures",
-    "wrap_untyped_calls": "wrap_untyped",
-    "dict_entries": "spmd_types_tree",
-    "enum_value": "spmd_types_tree",
-    "instance_fullname": "spmd_types_tree",
-    "class_in_file": "spmd_types_rules",
-    "conditional": "spmd_types_rules",
-    "hook_function": "spmd_types_rules",
-    "int_tuple": "spmd_types_rules",
-    "is_none_type": "spmd_types_rules",
-    "name_of": "spmd_types_rules",
-    "rule_call": "spmd_types_rules",
-    "rule_steps": "spmd_types_rules",
-    "Asserted": "spmd_types_regions",
-    "decorator_call": "spmd_types_regions",
-    "keyword_arg": "spmd_types_regions",
-    "none_literal": "spmd_types_regions",
-    "tuple_display": "spmd_types_regions",
-    "typecheck_hooks_of": "spmd_types_regions",
-    "CallSite": "grad_sites",
-    "DeclaredParam": "grad_sites",
-    "alias_source": "grad_sites",
-    "assignments": "grad_sites",
-    "at_line": "grad_sites",
-    "bound_arguments": "grad_sites",
-    "called_function": "grad_sites",
-    "calls_of_function": "grad_sites",
-    "current_function": "grad_sites",
-    "known_type": "grad_sites",
-    "listed_items": "grad_sites",
-    "loop_binding": "grad_sites",
-    "member_path": "grad_sites",
-    "method_call_of": "grad_sites",
-    "module_functions": "grad_sites",
-    "module_parameters": "grad_sites",
-    "name_type": "grad_sites",
-    "reads_after": "grad_sites",
+# The submodules only features use (spmd_types, gradient sync, spmd.trusted,
+# calls torch leaves untyped): a feature module reads them after
+# `_mypy.load(...)` at its top, so a project without the feature never
+# imports them.  (A module-level __getattr__ would do it implicitly, but it
+# keeps every `_mypy.x` read off Python's specialised module-attribute path:
+# about 30 million instructions more on bench_scale's 10,000 lines.)
+if TYPE_CHECKING:
+    from .signatures import positional_signature, takes_var_args
+    from .wrap_untyped import wrap_untyped_calls
+    from .spmd_types_tree import dict_entries, enum_value, instance_fullname
+    from .spmd_types_rules import (
+        class_in_file,
+        conditional,
+        hook_function,
+        int_tuple,
+        is_none_type,
+        name_of,
+        rule_call,
+        rule_steps,
+    )
+    from .spmd_types_regions import Asserted, decorator_call, keyword_arg, none_literal, tuple_display, typecheck_hooks_of
+    from .grad_sites import (
+        CallSite,
+        DeclaredParam,
+        alias_source,
+        assignments,
+        at_line,
+        bound_arguments,
+        called_function,
+        calls_of_function,
+        current_function,
+        known_type,
+        listed_items,
+        loop_binding,
+        member_path,
+        method_call_of,
+        module_functions,
+        module_parameters,
+        name_type,
+        reads_after,
+    )
+
+_FEATURE_NAMES: Dict[str, Tuple[str, ...]] = {
+    "signatures": ("positional_signature", "takes_var_args"),
+    "wrap_untyped": ("wrap_untyped_calls",),
+    "spmd_types_tree": ("dict_entries", "enum_value", "instance_fullname"),
+    "spmd_types_rules": (
+        "class_in_file", "conditional", "hook_function", "int_tuple", "is_none_type", "name_of", "rule_call",
+        "rule_steps",
+    ),
+    "spmd_types_regions": (
+        "Asserted", "decorator_call", "keyword_arg", "none_literal", "tuple_display", "typecheck_hooks_of",
+    ),
+    "grad_sites": (
+        "CallSite", "DeclaredParam", "alias_source", "assignments", "at_line", "bound_arguments", "called_function",
+        "calls_of_function", "current_function", "known_type", "listed_items", "loop_binding", "member_path",
+        "method_call_of", "module_functions", "module_parameters", "name_type", "reads_after",
+    ),
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("." + module, __name__), name)
-    globals()[name] = value  # later reads skip __getattr__
-    return value
+def load(*modules: str) -> None:
+    """Import these feature submodules and bind their names here (idempotent)."""
+    for module in modules:
+        if _FEATURE_NAMES[module][0] not in globals():
+            found = importlib.import_module("." + module, __name__)
+            for name in _FEATURE_NAMES[module]:
+                globals()[name] = getattr(found, name)
 
 __all__ = [
+    "load",
     "MODULE_SCOPE",
     "bodies_not_checked_yet",
     "call_position",
