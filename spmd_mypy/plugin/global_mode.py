@@ -45,7 +45,7 @@ from . import _mypy, callsite, ops, relation
 from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
 from .annotations import AnnotationError, Meta
 from .decoding import decode
-from .global_scopes import global_axes_at
+from .global_scopes import global_axes_at, scopes_for
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
 from .guard import STRICT, default_return, guarded, nothing, report_skipped
@@ -90,9 +90,18 @@ class Scope(NamedTuple):
 
 def scope_of(ctx: Any) -> Optional[Scope]:
     """The global scope of the call being checked; None in local code."""
-    line = getattr(ctx.context, "line", -1)
-    axes = global_axes_at(_mypy.checker_path(ctx.api), line, _mypy.check_owner(ctx.api))
+    owner = _mypy.check_owner(ctx.api)
+    if owner is _WITHOUT_SCOPES[0] and owner is not None:
+        return None  # asked per op: most files have no global scope at all
+    path = _mypy.checker_path(ctx.api)
+    if not scopes_for(path, owner):
+        _WITHOUT_SCOPES[0] = owner  # one pass over one file: the answer stands while it lasts
+        return None
+    axes = global_axes_at(path, getattr(ctx.context, "line", -1), owner)
     return None if axes is None else Scope(axes)
+
+
+_WITHOUT_SCOPES: List[object] = [None]  # the last check owner whose file has no global scope
 
 
 # -- types ----------------------------------------------------------------------
