@@ -66,7 +66,6 @@ from . import (
     configurations,
     declared,
     global_mode,
-    layout_vars,
     groups,
     modules,
     ops,
@@ -326,6 +325,12 @@ def _untyped() -> Dict[str, Hook]:
     return untyped.HOOKS
 
 
+def _layout_vars() -> Dict[str, Hook]:
+    from . import layout_vars
+
+    return layout_vars.HOOKS
+
+
 def _raw_writes() -> Dict[str, Hook]:
     from . import raw_collectives
 
@@ -342,6 +347,7 @@ FUNCTION_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("spmd_types.",), _spmd_types_regions),
     ((_DTENSOR_PREFIX,), _dtensor_functions),
     (("spmd_mypy.runtime.global_ops.local_map", "spmd_mypy.runtime.trusted."), _local_map),
+    (("spmd_mypy.runtime.api.assert_like",), _layout_vars),
     ((_mypy.UNTYPED,), _untyped),
     ((_mypy.RAW_WRITE,), _raw_writes),
 )
@@ -406,14 +412,13 @@ class SpmdPlugin(_mypy.Plugin):
         # Each feature module owns its table; global mode's refinements are
         # passed in where a table is built.
         group_calls, group_attributes = groups.hooks(settings)  # the `groups` setting
-        # (gradsync, pipeline, megatron, spmd_types, dtensor, local_map,
-        # untyped and raw_collectives are in FUNCTION_FEATURES: imported on first use)
+        # (gradsync, pipeline, megatron, spmd_types, dtensor, local_map, layout_vars'
+        # assert_like, untyped and raw_collectives are in FUNCTION_FEATURES: imported on first use)
         functions = _disjoint(
             comms.hooks(partitioned.collective_refine(global_mode.refine_collective), global_mode.spec_redistribute),
             partitioned.HOOKS,
             declared.hooks(global_mode.exact_declared),
             global_mode.HOOKS,
-            layout_vars.HOOKS,
             parameters.HOOKS,
             configurations.HOOKS,
             modules.function_hooks(_argument_hook),
