@@ -220,6 +220,7 @@ def _by_parameters(table: ByParameters, sig: _mypy.CallableType, compute: Callab
 
 _EXPECTED: ByParameters = {}  # -> what each parameter asks (see _expected)
 _GROUPS: ByParameters = {}  # -> the parameters with groups relaxed (None: no group of an axis)
+_RELAXED_PARAMETERS: ByParameters = {}  # -> the parameter types the signature hook gives mypy
 
 
 def _expected_of(sig: _mypy.CallableType) -> List[Optional[Wants]]:
@@ -250,10 +251,11 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     group_params = _by_parameters(_GROUPS, sig, relaxed_group_parameters)
     if group_params is None and not any(e is not None for e in expected):
         return sig
-    relaxed = [
-        _mypy.relax_tensors(ctx.api, formal) if want is not None else formal
-        for want, formal in zip(expected, group_params or sig.arg_types)
-    ]
+    api = ctx.api
+    relaxed = _by_parameters(_RELAXED_PARAMETERS, sig, lambda params: [
+        _mypy.relax_tensors(api, formal) if want is not None else formal
+        for want, formal in zip(expected, group_params or params)
+    ])
     if len(_PENDING) >= _MAX_PENDING:
         _PENDING.clear()
     entry = _PENDING.get(id(ctx.context))
