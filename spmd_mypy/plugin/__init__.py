@@ -331,7 +331,7 @@ def _layout_vars() -> Dict[str, Hook]:
     return layout_vars.HOOKS
 
 
-def _raw_writes() -> Dict[str, Hook]:
+def _raw_collectives() -> Dict[str, Hook]:
     from . import raw_collectives
 
     return raw_collectives.HOOKS
@@ -349,7 +349,7 @@ FUNCTION_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("spmd_mypy.runtime.global_ops.local_map", "spmd_mypy.runtime.trusted."), _local_map),
     (("spmd_mypy.runtime.api.assert_like",), _layout_vars),
     ((_mypy.UNTYPED,), _untyped),
-    ((_mypy.RAW_WRITE,), _raw_writes),
+    ((_mypy.RAW_WRITE,), _raw_collectives),
 )
 METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("megatron.",), _megatron),
