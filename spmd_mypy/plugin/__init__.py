@@ -44,16 +44,19 @@ Python), sourcefile and positions (below it), reading, carrier, callsite
 relation, declared, untyped, untyped_regions, parameters, modules, megatron,
 spmd_types, global_mode and global_scopes, local_map, layout_vars, setup_check, guard,
 errors, config.  Each feature
-module owns its hook table; this module registers them.  The plugin never
-imports torch.
+module owns its hook table; this module registers them, the core ones when
+mypy loads the plugin, the others (FUNCTION_FEATURES, METHOD_FEATURES) on
+the first lookup of a name under their prefixes.  The plugin never imports
+torch.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import (
     _mypy,
@@ -62,25 +65,15 @@ from . import (
     config,
     configurations,
     declared,
-    dtensor,
     global_mode,
-    gradsync,
-    layout_vars,
     groups,
-    local_map,
-    megatron,
     modules,
     ops,
     parameters,
     partitioned,
-    pipeline,
-    raw_collectives,
     reading,
     relation,
     setup_check,
-    spmd_types,
-    spmd_types_regions,
-    untyped,
     untyped_regions,
 )
 from ..vocab.opclasses import untyped_function
@@ -92,12 +85,22 @@ _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
 
 
 def _rules_version() -> str:
-    """A digest of the rule tables, so that mypy's cache goes stale when they change."""
-    h = hashlib.sha256()
-    for path in sorted(_VOCAB.glob("*.py")) + sorted(Path(__file__).parent.rglob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
+    """A digest of the rule tables and the plugin's sources, so that mypy's
+    cache goes stale when one changes: of each file's name, size and
+    modification time (a stat per file; reading them all cost ~2 ms a run)."""
+    rows: List[str] = []
+    plugin = os.path.dirname(__file__)
+    folders = [(str(_VOCAB), len(str(_VOCAB)), False), (plugin, len(plugin), True)]
+    while folders:
+        folder, strip, below = folders.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    stat = entry.stat()
+                    rows.append(f"{entry.path[strip:]} {stat.st_size} {stat.st_mtime_ns}")
+                elif below and entry.name != "__pycache__" and entry.is_dir():
+                    folders.append((entry.path, strip, True))
+    return hashlib.sha256("\n".join(sorted(rows)).encode()).hexdigest()[:16]
 
 
 _TORCH_FUNCTION_PREFIXES = tuple(p for p, _ in FUNCTION_NAMESPACES)
@@ -118,6 +121,8 @@ def _function_hook(fullname: str) -> Optional[Hook]:
             name = fullname[len(prefix):]
             return ops.op_hook(name, namespace, False, global_mode.refine_op) if "." not in name else None
     if fullname.startswith(_DISTRIBUTED_PREFIX):
+        from . import raw_collectives  # a feature: imported on first use
+
         return raw_collectives.raw_collective_hook(fullname[len(_DISTRIBUTED_PREFIX):])
     return _argument_hook(fullname) if _user_code(fullname) else None
 
@@ -138,7 +143,7 @@ def _method_hook(fullname: str) -> Optional[Hook]:
         fallback = _argument_hook(fullname) if _user_code(fullname) else default_return
         return modules.forward_method_hook(fallback)
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
-        return _FUNCTION_APPLY
+        return _function_apply()
     return _argument_hook(fullname) if _user_code(fullname) else None
 
 
@@ -175,15 +180,25 @@ _MODULE_CALL = guarded(
     ),
     default_return,
 )
-_FUNCTION_APPLY = guarded(
-    untyped_regions.watch_forward(
-        spmd_types_regions.apply_hook(relation.function_apply_hook),
-        spmd_types_regions.forward_unless_hooked(_mypy.autograd_function_forward),
-        "the autograd Function",
-        True,
-    ),
-    default_return,
-)
+_FUNCTION_APPLY: List[Hook] = []
+
+
+def _function_apply() -> Hook:
+    """The hook of every `Fn.apply`, built on the first (spmd_types' typecheck
+    hooks of a Function are asked first)."""
+    if not _FUNCTION_APPLY:
+        from . import spmd_types_regions
+
+        _FUNCTION_APPLY.append(guarded(
+            untyped_regions.watch_forward(
+                spmd_types_regions.apply_hook(relation.function_apply_hook),
+                spmd_types_regions.forward_unless_hooked(_mypy.autograd_function_forward),
+                "the autograd Function",
+                True,
+            ),
+            default_return,
+        ))
+    return _FUNCTION_APPLY[0]
 
 
 def _attribute_hook(fullname: str) -> Optional[Hook]:
@@ -232,6 +247,150 @@ class _Hooks(Dict[str, Optional[Hook]]):
 ASK_AGAIN: Any = object()  # a build's answer for "not known yet": not kept
 
 
+# -- features imported on first use ------------------------------------------------
+# A feature module is imported when mypy first asks for a name under one of
+# its prefixes (every key of its tables starts with one; a project that never
+# calls into the feature never imports it).  A feature with settings is
+# configured then, and again by every plugin mypy loads after.
+
+Tables = Callable[[], Dict[str, Hook]]
+_SETTINGS: List[Any] = [None]  # the settings of the plugin mypy loaded last
+_CONFIGURED: List[Any] = []  # the features with settings imported so far
+
+
+def _configured(module: Any) -> Any:
+    if module not in _CONFIGURED:
+        _CONFIGURED.append(module)
+        module.configure(_SETTINGS[0])
+    return module
+
+
+def _gradsync() -> Dict[str, Hook]:
+    from . import gradsync
+
+    return gradsync.HOOKS
+
+
+def _pipeline() -> Dict[str, Hook]:
+    from . import pipeline
+
+    return _configured(pipeline).HOOKS
+
+
+def _megatron() -> Dict[str, Hook]:
+    from . import megatron
+
+    return megatron.HOOKS
+
+
+def _spmd_types() -> Dict[str, Hook]:
+    from . import spmd_types
+
+    return spmd_types.HOOKS
+
+
+def _spmd_types_regions() -> Dict[str, Hook]:
+    from . import spmd_types_regions
+
+    return spmd_types_regions.HOOKS
+
+
+def _spmd_types_methods() -> Dict[str, Hook]:
+    from . import spmd_types_regions
+
+    return spmd_types_regions.METHOD_HOOKS
+
+
+def _dtensor_functions() -> Dict[str, Hook]:
+    from . import dtensor
+
+    return _configured(dtensor).FUNCTION_HOOKS
+
+
+def _dtensor_methods() -> Dict[str, Hook]:
+    from . import dtensor
+
+    return _configured(dtensor).METHOD_HOOKS
+
+
+def _local_map() -> Dict[str, Hook]:
+    from . import local_map
+
+    return local_map.HOOKS
+
+
+def _untyped() -> Dict[str, Hook]:
+    from . import untyped
+
+    return untyped.HOOKS
+
+
+def _layout_vars() -> Dict[str, Hook]:
+    from . import layout_vars
+
+    return layout_vars.HOOKS
+
+
+def _raw_collectives() -> Dict[str, Hook]:
+    from . import raw_collectives
+
+    return raw_collectives.HOOKS
+
+
+_DTENSOR_PREFIX = "torch.distributed.tensor."
+# (prefixes, tables) of the function and method hook tables' features
+FUNCTION_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
+    (("spmd_mypy.runtime.gradsync.",), _gradsync),
+    (("spmd_mypy.runtime.pipeline.",), _pipeline),
+    (("megatron.",), _megatron),
+    (("spmd_types.",), _spmd_types),
+    (("spmd_types.",), _spmd_types_regions),
+    ((_DTENSOR_PREFIX,), _dtensor_functions),
+    (("spmd_mypy.runtime.global_ops.local_map", "spmd_mypy.runtime.trusted."), _local_map),
+    (("spmd_mypy.runtime.api.assert_like",), _layout_vars),
+    ((_mypy.UNTYPED,), _untyped),
+    ((_mypy.RAW_WRITE,), _raw_collectives),
+)
+METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
+    (("megatron.",), _megatron),
+    (("spmd_types.",), _spmd_types_methods),
+    ((_DTENSOR_PREFIX, "spmd_phantom.dtensor."), _dtensor_methods),
+)
+
+
+class _Deferred:
+    """The hook tables of features imported on first use, for one hook table
+    whose own entries are `eager`: a name under a feature's prefix loads that
+    feature's tables (once), which must not overlap `eager` or each other."""
+
+    def __init__(self, features: Sequence[Tuple[Tuple[str, ...], Tables]], eager: Dict[str, Any]) -> None:
+        self._pending = list(features)
+        self._prefixes = tuple(p for prefixes, _ in features for p in prefixes)
+        self._eager = eager
+        self._loaded: Dict[str, Hook] = {}
+
+    def or_build(self, build: Callable[[str], Any]) -> Callable[[str], Any]:
+        """`build`, for names that no feature's table holds."""
+
+        def built(fullname: str) -> Any:
+            hook = self.get(fullname) if fullname.startswith(self._prefixes) else None
+            return build(fullname) if hook is None else hook
+
+        return built
+
+    def get(self, fullname: str) -> Optional[Hook]:
+        for feature in [f for f in self._pending if fullname.startswith(f[0])]:
+            self._pending.remove(feature)
+            prefixes, tables = feature
+            table = tables()
+            stray = [k for k in table if not k.startswith(prefixes)]
+            assert not stray, f"hook names outside their feature's prefixes {prefixes}: {sorted(stray)}"
+            both = (self._eager.keys() | self._loaded.keys()) & table.keys()
+            assert not both, f"hook tables overlap: {sorted(both)}"
+            self._loaded.update(table)
+        return self._loaded.get(fullname)
+
+
 class SpmdPlugin(_mypy.Plugin):
     def __init__(self, options: Any) -> None:
         super().__init__(options)
@@ -241,44 +400,40 @@ class SpmdPlugin(_mypy.Plugin):
         self._config_data = {"rules": self._version, **settings.as_data()}
         set_vocabulary(settings.vocabulary)  # messages in the user's words (guard.py)
         comms.configure(settings)
-        dtensor.configure(settings)
         global_mode.configure(settings)
         ops.configure(settings.synced_rng)
         untyped_regions.configure(settings)
-        pipeline.configure(settings)
+        _SETTINGS[0] = settings  # the features imported later (and those imported: now)
+        for feature in _CONFIGURED:
+            feature.configure(settings)
         self._tensor_hook: Hook = guarded(
             functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
         )
         # Each feature module owns its table; global mode's refinements are
         # passed in where a table is built.
         group_calls, group_attributes = groups.hooks(settings)  # the `groups` setting
-        self._functions = _Hooks(
-            configurations.with_flag(_function_hook, configurations.flag_function),
-            _disjoint(
-                comms.hooks(partitioned.collective_refine(global_mode.refine_collective), global_mode.spec_redistribute),
-                partitioned.HOOKS,
-                declared.hooks(global_mode.exact_declared),
-                global_mode.HOOKS,
-                layout_vars.HOOKS,
-                local_map.HOOKS,
-                spmd_types.HOOKS,
-                spmd_types_regions.HOOKS,
-                parameters.HOOKS,
-                dtensor.FUNCTION_HOOKS,
-                untyped.HOOKS,
-                raw_collectives.HOOKS,
-                gradsync.HOOKS,
-                configurations.HOOKS,
-                pipeline.HOOKS,
-                megatron.HOOKS,
-                modules.function_hooks(_argument_hook),
-                group_calls,
-            ),
+        # (gradsync, pipeline, megatron, spmd_types, dtensor, local_map, layout_vars'
+        # assert_like, untyped and raw_collectives are in FUNCTION_FEATURES: imported on first use)
+        functions = _disjoint(
+            comms.hooks(partitioned.collective_refine(global_mode.refine_collective), global_mode.spec_redistribute),
+            partitioned.HOOKS,
+            declared.hooks(global_mode.exact_declared),
+            global_mode.HOOKS,
+            parameters.HOOKS,
+            configurations.HOOKS,
+            modules.function_hooks(_argument_hook),
+            group_calls,
         )
-        # megatron-core's layer calls; calls of the `groups` setting's getters
+        self._functions = _Hooks(
+            configurations.with_flag(_Deferred(FUNCTION_FEATURES, functions).or_build(_function_hook), configurations.flag_function),
+            functions,
+        )
+        # calls of the `groups` setting's getters; megatron-core's layer calls,
+        # spmd_types' boundaries and DTensor's methods (METHOD_FEATURES)
+        methods = _disjoint(dict(group_calls))
         self._methods = _Hooks(
-            configurations.with_flag(_method_hook, configurations.flag_function),
-            _disjoint(dict(megatron.HOOKS), dict(group_calls), spmd_types_regions.METHOD_HOOKS, dtensor.METHOD_HOOKS),
+            configurations.with_flag(_Deferred(METHOD_FEATURES, methods).or_build(_method_hook), configurations.flag_function),
+            methods,
         )
         self._signatures = _Hooks(_signature_hook)
         self._attributes = _Hooks(configurations.with_flag(_attribute_hook, configurations.flag_attribute), _disjoint(dict(modules.ATTRIBUTE_HOOKS), dict(group_attributes)))

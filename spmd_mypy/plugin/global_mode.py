@@ -34,22 +34,18 @@ spmd.local_map(fn, in_types=..., out_types=...) is local_map.py's.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..vocab.collectives import CollectiveError, plan
-from ..vocab.factors import FactorError, has_rule, propagate
-from ..vocab.globaltype import GlobalType
 from ..vocab.localtype import P, Shard, V, AxisType
 from ..vocab.opclasses import REFLECTED, SCALAR, op_class
 from ..vocab.spec import SpecError, Spmd, mismatches
-from ..vocab.spec_collectives import apply_collective
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
 from . import _mypy, callsite, op_inference, relation
-from .answers import in_scoped_file
 from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
 from .annotations import AnnotationError, Meta
 from .decoding import decode
-from .global_scopes import global_axes_at
+from .global_scopes import global_axes_at, scopes_for
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
 from .guard import STRICT, default_return, guarded, nothing, report_skipped
@@ -57,6 +53,22 @@ from .guard import STRICT, default_return, guarded, nothing, report_skipped
 GLOBAL_OPS = "spmd_mypy.runtime.global_ops."
 
 Typed = Optional[Tuple[Optional[Spmd]]]  # None: not handled here; (type or None,)
+
+
+if TYPE_CHECKING:
+    from ..vocab.factors import FactorError
+    from ..vocab.globaltype import GlobalType
+
+
+def _global_rules() -> None:
+    """The factor rules, global types and spec-level collectives (about a
+    tenth of the plugin's import), imported where a global type is first
+    built: most projects have no global code."""
+    global FactorError, GlobalType, apply_collective, has_rule, propagate
+    if "propagate" not in globals():
+        from ..vocab.factors import FactorError, has_rule, propagate
+        from ..vocab.globaltype import GlobalType
+        from ..vocab.spec_collectives import apply_collective
 
 
 # The mesh axis sizes of the `mesh` setting (empty: not fixed), for reshapes
@@ -78,11 +90,18 @@ class Scope(NamedTuple):
 
 def scope_of(ctx: Any) -> Optional[Scope]:
     """The global scope of the call being checked; None in local code."""
-    if not in_scoped_file(ctx.api):
-        return None  # most files: no @global_spmd, no local_map
-    line = getattr(ctx.context, "line", -1)
-    axes = global_axes_at(_mypy.checker_path(ctx.api), line, _mypy.check_owner(ctx.api))
+    owner = _mypy.check_owner(ctx.api)
+    if owner is _WITHOUT_SCOPES[0] and owner is not None:
+        return None  # asked per op: most files have no global scope at all
+    path = _mypy.checker_path(ctx.api)
+    if not scopes_for(path, owner):
+        _WITHOUT_SCOPES[0] = owner  # one pass over one file: the answer stands while it lasts
+        return None
+    axes = global_axes_at(path, getattr(ctx.context, "line", -1), owner)
     return None if axes is None else Scope(axes)
+
+
+_WITHOUT_SCOPES: List[object] = [None]  # the last check owner whose file has no global scope
 
 
 # -- types ----------------------------------------------------------------------
@@ -92,6 +111,7 @@ def to_global(spmd: Spmd, scope: Scope) -> Optional[GlobalType]:
     """The global type of a spec-form value on the scope's axes (None: no spec)."""
     if spmd.spec is None:
         return None
+    _global_rules()
     entries = [tuple(a for a in d if scope.has(a)) or None for d in spmd.spec.dims]
     partial = [a for a, t in spmd.axes.items() if t is P and scope.has(a)]
     local = {a: t for a, t in spmd.axes.items() if not isinstance(t, Shard) and t is not P and scope.has(a)}
@@ -209,6 +229,7 @@ def _global_op(
     out_partial: Sequence[str],
     factor_name: Optional[str] = None,
 ) -> Typed:
+    _global_rules()
     options = callsite.operands(ctx, name, receiver)
     if not options or any(len(c) != 1 or c[0] is None for _, c in options):
         return None  # a Union or a plain tensor: the local rules (unknown result)
@@ -354,6 +375,7 @@ def refine_collective(
     axes = (axis,) if isinstance(axis, str) else axis
     if not all(scope.has(a) for a in axes):
         return None
+    _global_rules()
     actual = spmd_of(x[1])
     if actual is None:
         return None
@@ -543,6 +565,7 @@ def transposed_attribute(name: str, inner: Callable[[Any], _mypy.Type]) -> Calla
         spmd = spmd_of(ctx.type)
         if scope is None or spmd is None or ctx.is_lvalue:
             return inner(ctx)
+        _global_rules()
         g = to_global(spmd, scope)
         if g is None:
             return inner(ctx)

@@ -16,6 +16,8 @@ from typing import Any, Dict, Optional, Tuple
 from . import _mypy
 from .errors import SPMD_ALIAS
 
+_mypy.load("grad_sites")  # the mypy side of this feature (_mypy/__init__.py)
+
 __all__ = ["report_live_aliases", "live_alias_message"]
 
 

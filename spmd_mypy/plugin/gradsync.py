@@ -37,6 +37,8 @@ from .errors import SPMD_GRADSYNC
 from .groups import axis_of
 from .guard import default_return, guarded
 
+_mypy.load("grad_sites")  # the mypy side of this feature (_mypy/__init__.py)
+
 _API = "spmd_mypy.runtime.gradsync."
 SYNC_GRADS = _API + "sync_grads"
 SYNC_GRAD = _API + "sync_grad"

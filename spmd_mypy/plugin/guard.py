@@ -23,7 +23,6 @@ import sys
 from typing import Any, Callable, List, Optional, TypeVar
 
 from ..vocab.aliases import DEFAULT_VOCABULARY, reword
-from ..vocab.configurations import in_configuration
 from . import _mypy
 from .errors import ALL, SPMD_INTERNAL
 
@@ -50,6 +49,21 @@ _CODES = frozenset(code.code for code in ALL)
 def set_vocabulary(name: str) -> None:
     """The `vocabulary` setting (the plugin sets it when mypy loads it)."""
     _VOCABULARY[0] = None if name == DEFAULT_VOCABULARY else name
+    _update_bare()
+
+
+# Whether hooks run bare: no vocabulary to reword messages into and no
+# configured function declared so far (flags are only ever added), the case
+# of most projects, where a hook's errors need no mark (a hook call's cost).
+_BARE = True
+
+
+def _update_bare(_flag: Optional[str] = None) -> None:
+    global _BARE
+    _BARE = _VOCABULARY[0] is None and not _mypy.FLAG_NAMES
+
+
+_mypy.on_new_flag(_update_bare)
 
 
 def _reworded(vocabulary: str) -> Callable[[str], str]:
@@ -60,24 +74,37 @@ def guarded(fn: Hook[T], fallback: Hook[T]) -> Hook[T]:
     """`fn`, or on an exception `fallback` after reporting the skipped check."""
 
     def hook(ctx: Any) -> T:
-        vocabulary = _VOCABULARY[0]
-        configured = bool(_mypy.FLAG_NAMES)  # a configured function exists
-        api = getattr(ctx, "api", None)
-        mark = None if vocabulary is None and not configured else _mypy.error_mark(api)
-        try:
-            return fn(ctx)
-        except Exception as exc:
-            if STRICT:
-                raise
-            report_skipped(ctx, fn, exc)
-            return fallback(ctx)
-        finally:
-            if vocabulary is not None:
-                _mypy.reword_since(mark, _CODES, _reworded(vocabulary))
-            if configured:
-                _name_configuration(api, mark)
+        if _BARE:
+            try:
+                return fn(ctx)
+            except Exception as exc:
+                if STRICT:
+                    raise
+                report_skipped(ctx, fn, exc)
+                return fallback(ctx)
+        return _marked(fn, fallback, ctx)
 
     return hook
+
+
+def _marked(fn: Hook[T], fallback: Hook[T], ctx: Any) -> T:
+    """guarded's call when messages may be reworded or named by a configuration."""
+    vocabulary = _VOCABULARY[0]
+    configured = bool(_mypy.FLAG_NAMES)  # a configured function exists
+    api = getattr(ctx, "api", None)
+    mark = None if vocabulary is None and not configured else _mypy.error_mark(api)
+    try:
+        return fn(ctx)
+    except Exception as exc:
+        if STRICT:
+            raise
+        report_skipped(ctx, fn, exc)
+        return fallback(ctx)
+    finally:
+        if vocabulary is not None:
+            _mypy.reword_since(mark, _CODES, _reworded(vocabulary))
+        if configured:
+            _name_configuration(api, mark)
 
 
 def _name_configuration(api: Any, mark: Any) -> None:
@@ -86,6 +113,8 @@ def _name_configuration(api: Any, mark: Any) -> None:
     every axis it names one rank (plugin/configurations.py)."""
     found = _mypy.current_configuration(api) if mark is not None else None
     if found is not None:
+        from ..vocab.configurations import in_configuration  # configured code only
+
         config, copy = found
         _mypy.configure_since(mark, _CODES, lambda message: in_configuration(message, config), copy)
 

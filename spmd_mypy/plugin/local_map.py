@@ -20,6 +20,8 @@ from .errors import SPMD_ANNOTATION, SPMD_ARG
 from .global_mode import GLOBAL_OPS, decode_spmd
 from .guard import default_return, guarded
 
+_mypy.load("signatures")  # the mypy side of this feature (_mypy/__init__.py)
+
 
 def _types_arg(ctx: Any, formal: str) -> Tuple[bool, List[Optional[Spmd]], bool]:
     """(given, the Spmd per item, whether it was a tuple) of in_types= / out_types=."""

@@ -63,8 +63,10 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
         relaxed = _mypy.attribute_write_type(ctx, name)
         if relaxed is None:
             return ctx.default_attr_type
-        _declare_written_parameter(ctx, name)
-        _check_written_value(ctx, name)
+        written = _mypy.written_value(ctx.api, ctx.context)
+        if written is not None:
+            _declare_written_parameter(ctx, name, written)
+            _check_written_value(ctx, name, written)
         return relaxed
 
     return guarded(hook, default_attr)
@@ -88,12 +90,11 @@ def _read(ctx: Any, name: str) -> _mypy.Type:
     return declared
 
 
-def _check_written_value(ctx: Any, name: str) -> None:
+def _check_written_value(ctx: Any, name: str, written: _mypy.Expression) -> None:
     """A value that already carries an SPMD type (`self.cached = x`) must fit
     the attribute's, per axis, as an annotated assignment must; a plain
     Tensor (`nn.Parameter(...)`) holds none yet and fits."""
-    written = _mypy.written_value(ctx.api, ctx.context)
-    for value in _mypy.branches(written) if written is not None else ():  # each branch of `a if c else b`
+    for value in _mypy.branches(written):  # each branch of `a if c else b`
         if _mypy.plain_tensor_call(value) and _declared_for(value) is not None:
             continue  # a parameter: its own hook checks it (_parameter)
         _check_against_declared(ctx.api, value, _mypy.quietly_typed(ctx.api, value), name, ctx.default_attr_type)
@@ -113,10 +114,9 @@ def _check_against_declared(api: Any, value: Any, typ: _mypy.Type, name: str, de
 _DECLARED: Dict[int, Tuple[object, _mypy.Type, str, _mypy.Type]] = {}
 
 
-def _declare_written_parameter(ctx: Any, name: str) -> None:
-    value = _mypy.written_value(ctx.api, ctx.context)
+def _declare_written_parameter(ctx: Any, name: str, value: _mypy.Expression) -> None:
     declared = _mypy.without_none(ctx.default_attr_type)
-    if value is None or declared is None or _mypy.carried(declared) is None:
+    if declared is None or _mypy.carried(declared) is None:
         return
     for call in _mypy.parameter_calls(value):  # the value, or the branches of `... if c else None`
         if len(_DECLARED) > 4096:

@@ -14,7 +14,7 @@ declared.py.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Tuple, TypeVar
 
 from ..vocab.collectives import fix_call, mismatch_consequence
 from ..vocab.localtype import AxisType, I, P, PartitionedShard, R, V
@@ -25,7 +25,12 @@ from .callsite import in_function_body, unknown_in_spmd_file, without_gradient
 from .errors import SPMD_ARG
 from .groups import check_group_arguments, relaxed_group_parameters
 from .guard import default_return, default_signature, guarded
-from .layout_vars import Argument, bound_parameters, problems, solve
+
+if TYPE_CHECKING:
+    from .layout_vars import Argument
+
+# layout_vars (type variables with values) is imported where a signature
+# has one, or a declared Union is compared: most projects have neither.
 
 
 def report_arg(
@@ -40,7 +45,10 @@ def report_arg(
         # Autograd records nothing in an autograd Function's forward and
         # backward (its backward is the gradient): only forward values count.
         got = without_gradient(got)
-    name = _mypy.expr_text(expr)
+    hidden, wrong = hidden_obligations(got, want), mismatches(got, want)
+    if not (hidden or wrong or (want.nograd and not got.nograd)):
+        return  # a value that knows more axes than declared: it fits
+    name = _mypy.expr_text(expr)  # for the messages only
     if want.nograd and not got.nograd:
         # The callee was checked assuming no gradient flows through this tensor.
         api.fail(
@@ -50,7 +58,7 @@ def report_arg(
             expr,
             code=code,
         )
-    for axis, g in hidden_obligations(got, want):
+    for axis, g in hidden:
         fix = fix_call(g, R, axis, name) if g is P else None
         api.fail(
             f"{what} is {g} on axis {axis!r}, which the annotation does not name: "
@@ -66,7 +74,7 @@ def report_arg(
             expr,
             code=code,
         )
-    for axis, g, w in mismatches(got, want):
+    for axis, g, w in wrong:
         fix = fix_call(g, w, axis, name)
         if fix and branch:
             fix = f"in the branch where {name} is {g}, {fix}"
@@ -91,6 +99,8 @@ def report_against(
     alternative (each alternative of a value from branches is checked on its
     own by the caller); otherwise it is reported against the closest."""
     if len(wants) > 1:
+        from .layout_vars import problems
+
         counts = [problems(got, w) for w in wants]
         if 0 in counts:
             return
@@ -210,6 +220,7 @@ def _by_parameters(table: ByParameters, sig: _mypy.CallableType, compute: Callab
 
 _EXPECTED: ByParameters = {}  # -> what each parameter asks (see _expected)
 _GROUPS: ByParameters = {}  # -> the parameters with groups relaxed (None: no group of an axis)
+_RELAXED_PARAMETERS: ByParameters = {}  # -> the parameter types the signature hook gives mypy
 
 
 def _expected_of(sig: _mypy.CallableType) -> List[Optional[Wants]]:
@@ -240,10 +251,11 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     group_params = _by_parameters(_GROUPS, sig, relaxed_group_parameters)
     if group_params is None and not any(e is not None for e in expected):
         return sig
-    relaxed = [
-        _mypy.relax_tensors(ctx.api, formal) if want is not None else formal
-        for want, formal in zip(expected, group_params or sig.arg_types)
-    ]
+    api = ctx.api
+    relaxed = _by_parameters(_RELAXED_PARAMETERS, sig, lambda params: [
+        _mypy.relax_tensors(api, formal) if want is not None else formal
+        for want, formal in zip(expected, group_params or params)
+    ])
     if len(_PENDING) >= _MAX_PENDING:
         _PENDING.clear()
     entry = _PENDING.get(id(ctx.context))
@@ -305,24 +317,45 @@ def argument_hook(callee: str) -> Any:
 
 
 _RELAXED: ByParameters = {}  # torch signatures -> relaxed types (None: unchanged)
+# A torch function's signature is the same object at every call: id -> the
+# signature, held, when it has nothing to relax (most of them).
+_UNCHANGED: Dict[int, _mypy.CallableType] = {}
 
 
 def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
     """torch.cat(parts) with parts a list of carriers: lists are invariant, so
     list[Tensor] parameters become Sequence[Tensor]."""
     sig = ctx.default_signature
+    if _UNCHANGED.get(id(sig)) is sig:
+        return sig
+    api = ctx.api
 
     def relax(params: List[_mypy.Type]) -> Optional[List[_mypy.Type]]:
         if not any(_mypy.has_tensor_deep(t) and not _mypy.is_tensor(t) for t in params):
             return None  # most torch signatures: no list of tensors
-        relaxed = [_mypy.relax_tensors(ctx.api, t) for t in params]
+        relaxed = [_mypy.relax_tensors(api, t) for t in params]
         return None if relaxed == params else relaxed
 
     relaxed = _by_parameters(_RELAXED, sig, relax)
-    return sig if relaxed is None else _mypy.with_arg_types(sig, relaxed)
+    if relaxed is None:
+        if len(_UNCHANGED) >= _MAX_BY_PARAMETERS:
+            _UNCHANGED.clear()
+        _UNCHANGED[id(sig)] = sig
+        return sig
+    return _mypy.with_arg_types(sig, relaxed)
 
 
 torch_signature_hook = guarded(_relax_torch_signature, default_signature)
+
+
+def _bound_parameters(fwd: _mypy.CallableType) -> Dict[int, Any]:
+    """layout_vars.bound_parameters, imported only for a signature with a
+    parameter typed by a variable with values (else it is empty)."""
+    if all(_mypy.value_variable(formal) is None for formal in fwd.arg_types):
+        return {}
+    from .layout_vars import bound_parameters
+
+    return bound_parameters(fwd)
 
 
 def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _mypy.Type:
@@ -331,7 +364,7 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
         return ctx.default_return_type
     _mypy.restore_parameters(ctx.api)
     names = list(fwd.arg_names)
-    bound = bound_parameters(fwd)
+    bound = _bound_parameters(fwd)
     position = 0
     held: List[Optional[Spmd]] = []
     chosen: List[Argument] = []  # arguments of parameters typed by a variable with values
@@ -345,6 +378,8 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
             continue
         alternatives = [spmd_of(t) for t in _mypy.union_alternatives(typ) or [typ]]  # each branch of a Union
         if i in bound:
+            from .layout_vars import Argument
+
             chosen.append(Argument(bound[i], expr, tuple(alternatives)))
             held += alternatives
             continue
@@ -373,6 +408,8 @@ def _chosen_returns(ctx: Any, fwd: _mypy.CallableType, args: List[Argument], cal
         values = _mypy.value_variable(v)
         if values is not None and all(a.bound.var != values[0] for a in args):
             free[values[0]] = tuple(values[1])
+    from .layout_vars import solve
+
     solution = solve(args, free)
     if solution.misfit is not None:
         arg, got, wants = solution.misfit

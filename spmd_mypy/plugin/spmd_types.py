@@ -40,6 +40,8 @@ from .errors import SPMD_ARG
 from .groups import axis_of
 from .guard import default_return, guarded
 
+_mypy.load("spmd_types_tree")  # the mypy side of this feature (_mypy/__init__.py)
+
 MODULE = "spmd_types."
 _LOCAL: Dict[str, AxisType] = {
     **{MODULE + letter: t for letter, t in BY_LETTER.items()},

@@ -44,6 +44,8 @@ from .errors import SPMD_ARG, SPMD_UNTYPED
 from .guard import default_return, guarded
 from .spmd_types import QUIET, Env, asserted_of, without_gradient
 
+_mypy.load("spmd_types_regions", "spmd_types_rules")  # the mypy side of this feature (_mypy/__init__.py)
+
 MODULE = "spmd_types."
 _BOUNDARIES = (MODULE + "local_map", MODULE + "no_typecheck")
 

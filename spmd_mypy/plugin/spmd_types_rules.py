@@ -48,6 +48,8 @@ from .comms import asserted_type, type_collective
 from .errors import SPMD_ARG
 from .spmd_types import QUIET, Env, asserted_of, axis_key, axis_type_of, without_gradient
 
+_mypy.load("spmd_types_rules", "spmd_types_regions")  # the mypy side of this feature (_mypy/__init__.py)
+
 _P = BY_LETTER["P"]
 # op -> (src default, dst default)
 _DEFAULTS: Dict[str, Tuple[Optional[AxisType], Optional[AxisType]]] = {

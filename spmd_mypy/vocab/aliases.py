@@ -63,7 +63,7 @@ def vocabulary_names() -> tuple[str, ...]:
 
 # A type letter standing alone: not part of a word, an attribute chain's
 # middle, a quoted name (an axis 'R') or a call (a function named P(...)).
-_LETTER = re.compile(r"(?<![\w'\"])([RIVP])(?![\w'\"(\[])")
+_LETTER = r"(?<![\w'\"])([RIVP])(?![\w'\"(\[])"  # compiled on first use (re's own cache)
 
 
 def reword(message: str, vocabulary: str) -> str:
@@ -75,7 +75,7 @@ def reword(message: str, vocabulary: str) -> str:
     if not table or not table["letters"]:
         return message
     letters, prose = table["letters"], table["prose"]
-    out = _LETTER.sub(lambda m: letters.get(m.group(1), m.group(1)), message)
+    out = re.sub(_LETTER, lambda m: letters.get(m.group(1), m.group(1)), message)
     for old, new in prose.items():
         out = re.sub(rf"\b{re.escape(old)}\b", new, out)
     return out

@@ -48,7 +48,8 @@ __all__ = [
 
 T = TypeVar("T")
 
-_REF = re.compile(r'\s*"?([A-Za-z_][A-Za-z0-9_]*)"?\s*(?::\s*\(\s*(\d+)\s*\)\s*(\d+))?\s*\Z')
+# Compiled on first use (re's own cache): checking code with no sub-axis never parses one.
+_REF = r'\s*"?([A-Za-z_][A-Za-z0-9_]*)"?\s*(?::\s*\(\s*(\d+)\s*\)\s*(\d+))?\s*\Z'
 
 
 class AxisRef(NamedTuple):
@@ -80,7 +81,7 @@ def is_sub_axis(text: str) -> bool:
 
 def parse_axis_ref(text: str) -> AxisRef:
     """'x' -> AxisRef('x'); 'x:(2)4' or '"x":(2)4' -> AxisRef('x', 2, 4).  Raises ValueError."""
-    m = _REF.match(text) if isinstance(text, str) else None
+    m = re.match(_REF, text) if isinstance(text, str) else None
     if m is None:
         raise ValueError(
             f"a mesh axis is a name ('tp') or a sub-axis name:(pre-size)size ('tp:(1)2'), got {text!r}"

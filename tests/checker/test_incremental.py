@@ -230,3 +230,35 @@ def test_a_stale_module_importing_names_from_spmd_types_keeps_its_regions(tmp_pa
         got = [line.split(";")[0] for line in out.stdout.splitlines() if line.startswith("user.py:")]
         assert got == expected, (round_, out.stdout + out.stderr)
         _edit(proj / "helper.py", (proj / "helper.py").read_text() + f"def more{round_}() -> int:\n    return 1\n")
+
+
+LOCAL = '''\
+from typing import Annotated
+from torch import Tensor
+import spmd_mypy as spmd
+from spmd_mypy import Spmd, PartitionSpec as PS
+
+X = Annotated[Tensor, Spmd(spec=PS("dp", None))]
+W = Annotated[Tensor, Spmd(spec=PS(None, "dp"))]
+
+def f(x: X, w: W) -> None:
+    y = x + w
+'''
+
+
+def test_daemon_sees_code_made_global_by_an_edit(tmp_path: Path) -> None:
+    """global_mode remembers, per check of a file, that the file has no global
+    scope; the daemon's check after the edit that adds one is a new check."""
+    proj = _project(tmp_path)
+    (proj / "model.py").write_text(LOCAL)
+    dmypy = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(proj / ".dmypy.json")]
+    run = dmypy + ["run", "--", "--config-file", "mypy.ini", "--cache-dir", ".cache", "model.py"]
+    try:
+        first = _run(run, proj)
+        assert first.returncode == 0 and not _errors(first), first.stdout + first.stderr
+        _edit(proj / "model.py", LOCAL.replace("def f(", "@spmd.global_spmd\ndef f("))
+        second = _run(run, proj)
+        assert [e.split(":")[1] for e in _errors(second)] == ["11"], second.stdout + second.stderr
+        assert "[spmd-global]" in second.stdout
+    finally:
+        _run(dmypy + ["stop"], proj)

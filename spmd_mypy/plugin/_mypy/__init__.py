@@ -38,6 +38,9 @@ pyproject.toml.  The rest of the plugin imports from here only:
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Dict, Tuple
+
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import Context, Expression
 from mypy.plugin import (
@@ -136,8 +139,6 @@ from .members import (
 )
 from .overrides import ignore_carrier_overrides
 from .reword import error_mark, reword_since
-from .finals import alias_target, final_name, module_file, module_value, resolve_in_module
-from .partial_sites import declared_partial, source_text, span
 from .group_types import (
     GROUP_CARRIER,
     PROCESS_GROUP,
@@ -149,7 +150,6 @@ from .group_types import (
     plain_group_in_analyzer,
     relax_group,
 )
-from .signatures import positional_signature, takes_var_args
 from .scopes import (
     MODULE_SCOPE,
     bodies_not_checked_yet,
@@ -181,48 +181,8 @@ from .tensor_types import (
     type_arguments,
 )
 from .dtensor_types import DTENSOR_MODULE, imports_dtensor, later_partners, mesh_names, placed_dtensor, placed_of
-from .spmd_types_tree import dict_entries, enum_value, instance_fullname
-from .spmd_types_rules import (
-    class_in_file,
-    conditional,
-    hook_function,
-    int_tuple,
-    is_none_type,
-    name_of,
-    rule_call,
-    rule_steps,
-)
-from .spmd_types_regions import (
-    Asserted,
-    decorator_call,
-    keyword_arg,
-    none_literal,
-    tuple_display,
-    typecheck_hooks_of,
-)
-from .grad_sites import (
-    CallSite,
-    DeclaredParam,
-    alias_source,
-    assignments,
-    at_line,
-    bound_arguments,
-    called_function,
-    calls_of_function,
-    current_function,
-    known_type,
-    listed_items,
-    loop_binding,
-    member_path,
-    method_call_of,
-    module_functions,
-    module_parameters,
-    name_type,
-    reads_after,
-)
 from .raw_writes import RAW_WRITE, call_argument, raw_write_call
 from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
-from .wrap_untyped import wrap_untyped_calls
 from .configurations import (
     FLAG_NAMES,
     MARKER_CALL as CONFIGURATION_MARKER_CALL,
@@ -242,7 +202,80 @@ from .configurations import (
 from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
 from .writes import branches, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
+from .finals import alias_target, final_name, module_file, module_value, resolve_in_module
+from .partial_sites import declared_partial, source_text, span
+
+# The submodules only features use (spmd_types, gradient sync, spmd.trusted,
+# calls torch leaves untyped): a feature module reads them after
+# `_mypy.load(...)` at its top, so a project without the feature never
+# imports them.  (A module-level __getattr__ would do it implicitly, but it
+# keeps every `_mypy.x` read off Python's specialised module-attribute path:
+# about 30 million instructions more on bench_scale's 10,000 lines.)
+if TYPE_CHECKING:
+    from .signatures import positional_signature, takes_var_args
+    from .wrap_untyped import wrap_untyped_calls
+    from .spmd_types_tree import dict_entries, enum_value, instance_fullname
+    from .spmd_types_rules import (
+        class_in_file,
+        conditional,
+        hook_function,
+        int_tuple,
+        is_none_type,
+        name_of,
+        rule_call,
+        rule_steps,
+    )
+    from .spmd_types_regions import Asserted, decorator_call, keyword_arg, none_literal, tuple_display, typecheck_hooks_of
+    from .grad_sites import (
+        CallSite,
+        DeclaredParam,
+        alias_source,
+        assignments,
+        at_line,
+        bound_arguments,
+        called_function,
+        calls_of_function,
+        current_function,
+        known_type,
+        listed_items,
+        loop_binding,
+        member_path,
+        method_call_of,
+        module_functions,
+        module_parameters,
+        name_type,
+        reads_after,
+    )
+
+_FEATURE_NAMES: Dict[str, Tuple[str, ...]] = {
+    "signatures": ("positional_signature", "takes_var_args"),
+    "wrap_untyped": ("wrap_untyped_calls",),
+    "spmd_types_tree": ("dict_entries", "enum_value", "instance_fullname"),
+    "spmd_types_rules": (
+        "class_in_file", "conditional", "hook_function", "int_tuple", "is_none_type", "name_of", "rule_call",
+        "rule_steps",
+    ),
+    "spmd_types_regions": (
+        "Asserted", "decorator_call", "keyword_arg", "none_literal", "tuple_display", "typecheck_hooks_of",
+    ),
+    "grad_sites": (
+        "CallSite", "DeclaredParam", "alias_source", "assignments", "at_line", "bound_arguments", "called_function",
+        "calls_of_function", "current_function", "known_type", "listed_items", "loop_binding", "member_path",
+        "method_call_of", "module_functions", "module_parameters", "name_type", "reads_after",
+    ),
+}
+
+
+def load(*modules: str) -> None:
+    """Import these feature submodules and bind their names here (idempotent)."""
+    for module in modules:
+        if _FEATURE_NAMES[module][0] not in globals():
+            found = importlib.import_module("." + module, __name__)
+            for name in _FEATURE_NAMES[module]:
+                globals()[name] = getattr(found, name)
+
 __all__ = [
+    "load",
     "MODULE_SCOPE",
     "bodies_not_checked_yet",
     "call_position",

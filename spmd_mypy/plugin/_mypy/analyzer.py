@@ -5,7 +5,8 @@ aliases that hold a carrier, and where a tree writes types
 from __future__ import annotations
 
 import bisect
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+import os
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mypy.nodes import (
     AssignmentStmt,
@@ -64,13 +65,22 @@ def default_type(ctx: AnalyzeTypeContext) -> Type:
     return ctx.api.analyze_type(ctx.type)
 
 
+_STDLIB_VERSIONS: List[Any] = []  # typeshed's VERSIONS, read once (stub_findable reads it too)
+
+
+def _stdlib_versions() -> Any:
+    if not _STDLIB_VERSIONS:
+        from mypy.modulefinder import load_stdlib_py_versions
+
+        _STDLIB_VERSIONS.append(load_stdlib_py_versions(None))
+    return _STDLIB_VERSIONS[0]
+
+
 def stdlib_modules() -> frozenset:
     """Top-level modules of typeshed's standard library (mypy will not let a
     user module shadow one)."""
     try:
-        from mypy.modulefinder import load_stdlib_py_versions
-
-        return frozenset(m.partition(".")[0] for m in load_stdlib_py_versions(None))
+        return frozenset(m.partition(".")[0] for m in _stdlib_versions())
     except Exception:
         return frozenset()
 
@@ -236,4 +246,31 @@ def stub_findable(options: Any, module: str) -> bool:
     from mypy.modulefinder import FindModuleCache, compute_search_paths
 
     search = compute_search_paths([], options, default_data_dir())
-    return isinstance(FindModuleCache(search, None, options).find_module(module), str)
+    versions = _stdlib_versions() if getattr(options, "custom_typeshed_dir", None) is None else None
+    finder = FindModuleCache(search, None, options, versions)
+    # The finder's first lookup indexes every entry of every search directory
+    # by the entry's name without its extension (a Python call per entry of
+    # site-packages: most of this check's cost); the two names it looks up
+    # for one top-level module are indexed here alike, filtered in C first.
+    top = module.partition(".")[0]
+    for lib_path in (search.package_path, search.mypy_path + search.python_path, search.typeshed_path):
+        finder.initial_components[lib_path] = _top_level_index(lib_path, (top, top + "-stubs"))
+    return isinstance(finder.find_module(module, fast_path=True), str)
+
+
+def _top_level_index(lib_path: Tuple[str, ...], names: Tuple[str, ...]) -> Dict[str, List[str]]:
+    """mypy's FindModuleCache.get_toplevel_possibilities index, for `names` only:
+    name -> the directories of lib_path with an entry of that name (any extension),
+    once per such entry, in order."""
+    index: Dict[str, List[str]] = {name: [] for name in names}
+    for folder in lib_path:
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.startswith(names[0]):  # every name starts with the first
+                root = os.path.splitext(entry)[0]
+                if root in index:
+                    index[root].append(folder)
+    return index

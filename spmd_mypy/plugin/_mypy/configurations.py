@@ -19,7 +19,7 @@ variable appears in no parameter, so callers never see it."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from mypy.nodes import (
     AssignmentExpr,
@@ -41,17 +41,22 @@ from mypy.nodes import (
     TupleExpr,
     UnaryExpr,
 )
-from mypy.server.subexpr import get_subexpressions
 from mypy.types import AnyType, CallableType, LiteralType, NoneType, Type, TypeOfAny, TypeVarId, TypeVarType, UnboundType
 
-from ...vocab.configurations import (
-    Configuration,
-    DeclarationError,
-    Flag,
-    configurations,
-    merge,
-)
 from .tree import PHANTOM_ALIAS, PHANTOM_MODULE
+
+if TYPE_CHECKING:
+    from ...vocab.configurations import Configuration, Flag
+
+
+def _declarations() -> None:
+    """The declarations' vocabulary and mypy's subexpression walk, imported with
+    the first configured function (most projects have none)."""
+    global Configuration, DeclarationError, Flag, configurations, get_subexpressions, merge
+    if "merge" not in globals():
+        from mypy.server.subexpr import get_subexpressions
+
+        from ...vocab.configurations import Configuration, DeclarationError, Flag, configurations, merge
 
 DECORATORS = frozenset({"spmd_mypy.runtime.configurations.configurations", "spmd_mypy.configurations"})
 MARKER_TYPE = f"{PHANTOM_MODULE}.Configuration"
@@ -169,6 +174,7 @@ def mark_configured(stmts: Sequence[Statement], outer: Sequence[Expression] = ()
 
 
 def _mark(func: FuncDef, calls: List[CallExpr]) -> None:
+    _declarations()
     declared = _DECLARED[id(func)] = Declared(func, calls)
     for config in declared.configs[:1]:
         for name, _ in config.settings:

@@ -8,7 +8,7 @@ each tree and each function is rewritten once."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from mypy.nodes import (
     GDEF,
@@ -28,10 +28,35 @@ from mypy.plugin import AnalyzeTypeContext
 from .configurations import mark_configured
 from .raw_writes import retype_raw_writes
 from .route_declared import route_declared
-from .spmd_types_regions import bind_alias
-from .spmd_types_tree import refine_asserts
 from .tree import PHANTOM_ALIAS, PHANTOM_MODULE, functions_of
-from .wrap_untyped import wrap_untyped_calls
+
+SPMD_TYPES = "spmd_types"  # the passes for its code run in trees that import it
+
+
+def _imports_spmd_types(tree: MypyFile) -> bool:
+    """Whether the tree imports spmd_types (`import spmd_types [as x]`, `from
+    spmd_types import ...`): else its passes find nothing to rewrite, and
+    their modules are not imported."""
+    for imp in tree.imports:
+        if isinstance(imp, Import):
+            if any(name == SPMD_TYPES for name, _ in imp.ids):
+                return True
+        elif isinstance(imp, ImportFrom) and imp.id == SPMD_TYPES:
+            return True
+    return False
+
+
+def _refine_asserts(tree: MypyFile, stmts: Optional[List[Statement]] = None) -> None:
+    if _imports_spmd_types(tree):
+        from .spmd_types_tree import refine_asserts
+
+        refine_asserts(tree, stmts)
+
+
+def _wrap_untyped_calls(tree: MypyFile, stmts: Any, untyped: Callable[[str], Optional[str]]) -> None:
+    from .wrap_untyped import wrap_untyped_calls  # files that name torch.special/linalg/fft only
+
+    wrap_untyped_calls(tree, stmts, untyped)
 
 
 def _leads_module(stmt: Statement) -> bool:
@@ -59,10 +84,10 @@ def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[
         tree.defs.insert(at, imp)
         tree.imports.append(imp)
     route_declared(tree.defs)
-    refine_asserts(tree)
+    _refine_asserts(tree)
     retype_raw_writes(tree)
     if untyped is not None:
-        wrap_untyped_calls(tree, tree, untyped)
+        _wrap_untyped_calls(tree, tree, untyped)
     mark_configured(tree.defs)
     _ROUTED[tree.path] = (tree, None)
 
@@ -100,14 +125,17 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
         if phantom is None:
             return
         tree.names[PHANTOM_ALIAS] = SymbolTableNode(GDEF, phantom, module_public=False)
-    bind_alias(tree, sem.modules)  # the name the spmd_types rewrites call through
+    if _imports_spmd_types(tree):
+        from .spmd_types_regions import bind_alias
+
+        bind_alias(tree, sem.modules)  # the name the spmd_types rewrites call through
     if not sem.recurse_into_functions:
         route_declared(tree.defs)
-        refine_asserts(tree)
+        _refine_asserts(tree)
         retype_raw_writes(tree, tree.defs)  # function bodies only: the top level is analysed
         if untyped is not None:  # function bodies only: the top level is analysed
             for func in functions_of(tree.defs):
-                wrap_untyped_calls(tree, func.body, untyped)
+                _wrap_untyped_calls(tree, func.body, untyped)
         mark_configured(tree.defs)
         _ROUTED[tree.path] = (tree, None)
         return
@@ -121,11 +149,11 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
     if funcs is not None and id(stmt) not in funcs:
         funcs.add(id(stmt))
         route_declared([stmt])
-        refine_asserts(tree, [stmt])
+        _refine_asserts(tree, [stmt])
         retype_raw_writes(tree, [stmt])
         if untyped is not None:
             for func in functions_of([stmt]):
-                wrap_untyped_calls(tree, func.body, untyped)
+                _wrap_untyped_calls(tree, func.body, untyped)
         cls = getattr(sem, "type", None)
         mark_configured([stmt], cls.defn.decorators if cls is not None else ())
 

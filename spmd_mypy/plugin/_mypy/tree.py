@@ -79,22 +79,25 @@ def sub_blocks(stmt: Statement) -> List[Block]:
     return []
 
 
+def inner_blocks(stmt: Statement) -> List[Block]:
+    """The blocks directly in a statement: a function's or class's body, a
+    compound statement's blocks."""
+    if isinstance(stmt, Decorator):
+        return [stmt.func.body]
+    if isinstance(stmt, FuncDef):
+        return [stmt.body]
+    if isinstance(stmt, OverloadedFuncDef):
+        items = [*stmt.items, *([stmt.impl] if stmt.impl else [])]
+        return [i.func.body if isinstance(i, Decorator) else i.body for i in items]
+    if isinstance(stmt, ClassDef):
+        return [stmt.defs]
+    return sub_blocks(stmt)
+
+
 def blocks_in(stmts: List[Statement]) -> Iterator[Block]:
     """Every block among `stmts`: bodies of functions, classes and compound statements."""
     for stmt in stmts:
-        inner: List[Block] = []
-        if isinstance(stmt, Decorator):
-            inner = [stmt.func.body]
-        elif isinstance(stmt, FuncDef):
-            inner = [stmt.body]
-        elif isinstance(stmt, OverloadedFuncDef):
-            items = [*stmt.items, *([stmt.impl] if stmt.impl else [])]
-            inner = [i.func.body if isinstance(i, Decorator) else i.body for i in items]
-        elif isinstance(stmt, ClassDef):
-            inner = [stmt.defs]
-        else:
-            inner = sub_blocks(stmt)
-        for block in inner:
+        for block in inner_blocks(stmt):
             yield block
             yield from blocks_in(block.body)
 

@@ -20,7 +20,7 @@ from mypy.nodes import (
 from mypy.types import Type
 
 from .carriers import check_owner
-from .tree import blocks_in
+from .tree import inner_blocks
 
 
 class _WrittenValues:
@@ -39,12 +39,14 @@ _WRITTEN = _WrittenValues()
 
 def _index_member_assignments(stmts: List[Statement], values: Dict[int, Expression]) -> None:
     """Every `obj.attr = e` among `stmts`, in nested blocks, functions and classes."""
-    for body in (stmts, *(block.body for block in blocks_in(stmts))):
-        for stmt in body:
-            if isinstance(stmt, AssignmentStmt):
-                for lvalue in stmt.lvalues:
-                    if isinstance(lvalue, MemberExpr):
-                        values[id(lvalue)] = stmt.rvalue
+    for stmt in stmts:
+        if isinstance(stmt, AssignmentStmt):
+            for lvalue in stmt.lvalues:
+                if isinstance(lvalue, MemberExpr):
+                    values[id(lvalue)] = stmt.rvalue
+        else:
+            for block in inner_blocks(stmt):
+                _index_member_assignments(block.body, values)
 
 
 def written_value(api: Any, lvalue: Context) -> Optional[Expression]:
