@@ -75,10 +75,10 @@ def stdlib_modules() -> frozenset:
         return frozenset()
 
 
-def module_path(plugin: Any, module: str) -> Optional[str]:
+def module_tree(plugin: Any, module: str) -> Any:
+    """The parsed tree of a module mypy loaded (its `path`), else None."""
     modules = getattr(plugin, "_modules", None) or {}
-    tree = modules.get(module)
-    return getattr(tree, "path", None)
+    return modules.get(module)
 
 
 def alias_holding_carrier(plugin: Any, fullname: str) -> Optional[bool]:

@@ -41,15 +41,25 @@ def _leads_module(stmt: Statement) -> bool:
     return isinstance(stmt, ImportFrom) and stmt.id == "__future__"
 
 
-def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[str]]] = None) -> None:
+def route_declared_values(
+    tree: Any,
+    untyped: Optional[Callable[[str], Optional[str]]] = None,
+    raw_writes: bool = True,
+    spmd_types: bool = True,
+    configured: bool = True,
+) -> None:
     """Rewrite returns and annotated assignments of `tree` (route_declared), and,
     given `untyped`, the calls whose callee it names (wrap_untyped_calls).
 
-    The import of the stub goes in first, so that a rewrite interrupted by an
-    unexpected node never leaves a call to an unbound name."""
+    The other passes run unless the caller knows from the file's bytes that
+    they find nothing: `raw_writes` (the file names torch.distributed),
+    `spmd_types` (it imports spmd_types), `configured` (it writes
+    `configurations`).  The import of the stub goes in first, so that a
+    rewrite interrupted by an unexpected node never leaves a call to an
+    unbound name."""
     if not isinstance(tree, MypyFile) or tree.is_stub or not tree.defs:
         return
-    if not any(isinstance(d, Import) and (PHANTOM_MODULE, PHANTOM_ALIAS) in d.ids for d in tree.defs):
+    if not _imports_phantom(tree):
         imp = Import([(PHANTOM_MODULE, PHANTOM_ALIAS)])
         at = 0
         while at < len(tree.defs) and _leads_module(tree.defs[at]):
@@ -59,12 +69,24 @@ def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[
         tree.defs.insert(at, imp)
         tree.imports.append(imp)
     route_declared(tree.defs)
-    refine_asserts(tree)
-    retype_raw_writes(tree)
+    if spmd_types:
+        refine_asserts(tree)
+    if raw_writes:
+        retype_raw_writes(tree)
     if untyped is not None:
         wrap_untyped_calls(tree, tree, untyped)
-    mark_configured(tree.defs)
+    if configured:
+        mark_configured(tree.defs)
     _ROUTED[tree.path] = (tree, None)
+
+
+def _imports_phantom(tree: MypyFile) -> bool:
+    """Whether the module's top level imports the stub as the rewrites call it
+    (every import is in tree.imports: a look there first, most trees have none)."""
+    ids = (PHANTOM_MODULE, PHANTOM_ALIAS)
+    if not any(isinstance(d, Import) and ids in d.ids for d in tree.imports):
+        return False
+    return any(isinstance(d, Import) and ids in d.ids for d in tree.defs)
 
 
 def routed_in_analyzer(ctx: AnalyzeTypeContext) -> bool:
