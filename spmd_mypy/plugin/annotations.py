@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
 
 from ..vocab.spec import Spmd
 from .positions import Pos, Span
@@ -325,27 +325,27 @@ def _index(facts: FileFacts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
     return facts.built
 
 
-# text -> the index of that annotation alone, positions relative
-# to its start (line 1, column 0); None when it does not parse.  Codebases
-# write the same annotations over and over, so each text is parsed once.
-_SNIPPETS: Dict[str, Optional[List[Tuple[Pos, Meta]]]] = {}
+# text (its bytes) -> the index of that annotation alone: (line, column,
+# metadata) with line and column relative to its start (line 1, column 0),
+# the metadata's own line too; None when it does not parse.  Codebases write
+# the same annotations over and over, so each text is parsed once.
+Snippet = List[Tuple[int, int, Meta]]
+_SNIPPETS: Dict[bytes, Optional[Snippet]] = {}
 _MAX_SNIPPETS = 65536
 
 
-def _snippet(text: str) -> Optional[List[Tuple[Pos, Meta]]]:
-    if text in _SNIPPETS:
-        return _SNIPPETS[text]
+def _snippet(raw: bytes) -> Optional[Snippet]:
     try:  # parenthesised: an annotation may span lines
-        root = ast.parse("(" + text + ")", mode="eval").body
+        root = ast.parse("(" + raw.decode("ascii") + ")", mode="eval").body
     except (SyntaxError, ValueError):
         found = None
     else:
         out: Dict[Pos, Meta] = {}
         _collect_expr(root, out, None)
-        found = [((line, col - 1 if line == 1 else col), meta) for (line, col), meta in out.items()]
+        found = [(line, col - 1 if line == 1 else col, meta) for (line, col), meta in out.items()]
     if len(_SNIPPETS) >= _MAX_SNIPPETS:
         _SNIPPETS.clear()
-    _SNIPPETS[text] = found
+    _SNIPPETS[raw] = found
     return found
 
 
@@ -354,9 +354,11 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
     those that write Annotated are parsed, each on its own.  None if one does
     not parse (the caller then parses the whole file)."""
     lines = data.split(b"\n")
+    count = len(lines)
     out: Dict[Pos, Meta] = {}
+    snippets, missing, make = _SNIPPETS, _MISSING, Meta._make
     for line, col, end_line, end_col in spans:
-        if end_line > len(lines) or end_line < line:
+        if end_line > count or end_line < line:
             return None
         if line == end_line:
             raw = lines[line - 1][col:end_col]
@@ -364,13 +366,19 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
             raw = b"\n".join([lines[line - 1][col:], *lines[line:end_line - 1], lines[end_line - 1][:end_col]])
         if b"Annotated" not in raw:
             continue
-        found = _snippet(raw.decode("ascii"))
+        found = snippets.get(raw, missing)
+        if found is missing:
+            found = _snippet(raw)
         if found is None:
             return None
-        for (r_line, r_col), meta in found:
-            pos = (line + r_line - 1, col + r_col if r_line == 1 else r_col)
-            out[pos] = meta._replace(line=line + meta.line - 1)
+        for r_line, r_col, meta in found:  # type: ignore[union-attr]
+            exprs, m_line, ambiguous, misplaced, dims = meta
+            pos = (line, col + r_col) if r_line == 1 else (line + r_line - 1, r_col)
+            out[pos] = make((exprs, line + m_line - 1, ambiguous, misplaced, dims))
     return out
+
+
+_MISSING: Any = object()
 
 
 # Each of these takes an optional `owner` (see sourcefile.LastLook).

@@ -9,6 +9,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from mypy.nodes import (
     AssignmentStmt,
+    Block,
     CallExpr,
     ClassDef,
     Decorator,
@@ -166,6 +167,16 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
             return statements
         return [st for st in statements if _touches(st, marked)]
 
+    def wanted_in(block: Block) -> List[Statement]:
+        # A block spans its statements as parsed (the statements the rewrite
+        # passes insert write no type): without a marked line in that span,
+        # none of them is walked (most function bodies).
+        if marked is not None and block.end_line is not None and block.line >= 1:
+            i = bisect.bisect_left(marked, block.line)
+            if i == len(marked) or marked[i] > block.end_line:
+                return []
+        return wanted(block.body)
+
     def add(node: Any) -> bool:
         end_line, end_column = node.end_line, node.end_column
         if node.line < 1:
@@ -188,9 +199,9 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
                 for t in (*sig.arg_types, sig.ret_type):
                     if not add(t):
                         return None
-            stack.extend(reversed(wanted(st.body.body)))
+            stack.extend(reversed(wanted_in(st.body)))
         elif isinstance(st, ClassDef):
-            stack.extend(reversed(wanted(st.defs.body)))
+            stack.extend(reversed(wanted_in(st.defs)))
         elif isinstance(st, AssignmentStmt):
             if st.unanalyzed_type is not None and not add(st.unanalyzed_type):
                 return None
@@ -202,7 +213,7 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
             return None  # `type X = ...`: rare; the caller parses the file
         else:
             for block in sub_blocks(stmt=st):
-                stack.extend(reversed(wanted(block.body)))
+                stack.extend(reversed(wanted_in(block)))
     return out
 
 
