@@ -1,7 +1,8 @@
 """Decoding the `Spmd(...)` of an annotation (found by annotations.py's index)
 into the vocabulary's Spmd: the names the decoder accepts, resolved as mypy
 resolves them, and the small expression language inside the call.  A decoded
-node is reused while its names resolve the same (_decode_call_memo).
+node is reused while its names resolve the same (_decode_call_memo), and so
+is a whole annotation's answer (decode_annotation).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ..vocab.spec import PartitionSpec, SpecError, Spmd
 from .annotations import AnnotationError, Meta
 from .sourcefile import dotted
 
-__all__ = ["decode", "LOCAL_TYPES", "SHARD_FULLNAMES", "SPMD_FULLNAMES", "PARTITIONED_FULLNAMES"]
+__all__ = ["decode", "decode_annotation", "LOCAL_TYPES", "SHARD_FULLNAMES", "SPMD_FULLNAMES", "PARTITIONED_FULLNAMES"]
 
 
 # Fully qualified names the decoder accepts (definitions, as mypy resolves them).
@@ -162,6 +163,47 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
             "e.g. list[Annotated[Tensor, Spmd(...)]] or Optional[Annotated[Tensor, Spmd(...)]]",
             meta.line,
         )
+    return found
+
+
+# id(exprs) -> (the metadata's exprs, (misplaced, dims), the names its decoding
+# looked up with what each was, in order and each once, the answer).  The
+# annotation index shares one `exprs` among all places that write the same
+# text (annotations._snippet), so a codebase's annotations are decoded once
+# each: the hook looks the names up again, and reuses the answer while they
+# mean the same.
+_ANSWERS: Dict[int, Tuple[Tuple[ast.expr, ...], object, Tuple[Tuple[str, Optional[str]], ...], Optional[Spmd]]] = {}
+
+
+def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
+    """decode(meta, lookup), the answer reused while the names it looked up
+    resolve the same (an answer that raised is never kept)."""
+    exprs = meta.exprs
+    hit = _ANSWERS.get(id(exprs))
+    if hit is not None and hit[0] is exprs and hit[1] == (meta.misplaced, meta.dims) and not meta.ambiguous:
+        try:
+            same = all(lookup(name) == full for name, full in hit[2])
+        except Exception:  # decode looks again, and raises as it would have
+            same = False
+        if same:
+            return hit[3]
+    seen: Dict[str, Optional[str]] = {}
+    failed = [False]
+
+    def recording(name: str) -> Optional[str]:
+        try:
+            full = lookup(name)
+        except Exception:
+            failed[0] = True
+            raise
+        seen.setdefault(name, full)
+        return full
+
+    found = decode(meta, recording)
+    if not failed[0]:
+        if len(_ANSWERS) >= _MAX_DECODED:
+            _ANSWERS.clear()
+        _ANSWERS[id(exprs)] = (exprs, (meta.misplaced, meta.dims), tuple(seen.items()), found)
     return found
 
 

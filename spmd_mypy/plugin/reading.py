@@ -17,7 +17,7 @@ from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
 from .annotations import AnnotationError, Meta, mentions_untyped_torch, scan, seen_without_spmd
-from .decoding import decode
+from .decoding import decode, decode_annotation
 from .global_scopes import global_axes_at
 from .config import Settings
 from .errors import SPMD_ANNOTATION
@@ -98,7 +98,7 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
     if meta is None:
         return _trusted_parameter(ctx, tree, pos, plain)
     try:
-        spmd = decode(meta, _mypy.analyzer_lookup(ctx))
+        spmd = decode_annotation(meta, _mypy.analyzer_lookup(ctx))
         if spmd is None:
             return plain
         check_axes(spmd, settings)

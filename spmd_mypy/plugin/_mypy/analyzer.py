@@ -5,7 +5,7 @@ aliases that hold a carrier, and where a tree writes types
 from __future__ import annotations
 
 import bisect
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mypy.nodes import (
     AssignmentStmt,
@@ -40,14 +40,35 @@ def analyzer_path(ctx: AnalyzeTypeContext) -> Optional[str]:
 
 
 def analyzer_lookup(ctx: AnalyzeTypeContext) -> Callable[[str], Optional[str]]:
+    """The fullname a name in the annotation stands for (None: not defined).
+
+    The answers are kept while mypy's type analyzer is the same object: it
+    analyses one type (a signature, an alias, an annotation) in one scope, and
+    no name is bound meanwhile, so a name looked up again (Spmd, V, S in a
+    signature's every annotation) resolves the same; mypy's only effect of a
+    lookup, recording the module the symbol comes from, is done once."""
+    api = ctx.api
+    session = _SESSION
+    if session[0] is not api:
+        session[0], session[1] = api, {}
+    answers: Dict[str, Optional[str]] = session[1]
+    lookup_qualified, context = api.lookup_qualified, ctx.context  # type: ignore[attr-defined]
+
     def lookup(name: str) -> Optional[str]:
-        sym = ctx.api.lookup_qualified(name, ctx.context, suppress_errors=True)  # type: ignore[attr-defined]
-        if sym is None:
-            return None
-        node = sym.node
-        return getattr(node, "fullname", None) or sym.fullname
+        full = answers.get(name, _MISSING)
+        if full is _MISSING:
+            sym = lookup_qualified(name, context, True)
+            full = None if sym is None else getattr(sym.node, "fullname", None) or sym.fullname
+            answers[name] = full
+        return full
 
     return lookup
+
+
+# (the type analyzer analyzer_lookup last answered for, its answers); holding
+# the analyzer keeps its identity from being reused
+_SESSION: List[Any] = [None, {}]
+_MISSING: Any = object()
 
 
 def type_position(ctx: AnalyzeTypeContext) -> Tuple[int, int]:
