@@ -153,7 +153,7 @@ from .scopes import (
     from_cache,
     named_function,
 )
-from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
+from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer, routed_whole
 from .tensor_types import (
     attribute_write_type,
     callable_of,

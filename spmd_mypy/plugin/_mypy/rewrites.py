@@ -92,10 +92,11 @@ def _imports_phantom(tree: MypyFile) -> bool:
 def routed_in_analyzer(ctx: AnalyzeTypeContext) -> bool:
     """Whether the tree being analysed is routed whole already (route_in_analyzer
     has nothing to do): the check before any other work, as hooks fire per Tensor."""
-    return _routed_whole(getattr(getattr(ctx.api, "api", None), "cur_mod_node", None))
+    return routed_whole(getattr(getattr(ctx.api, "api", None), "cur_mod_node", None))
 
 
-def _routed_whole(tree: object) -> bool:
+def routed_whole(tree: object) -> bool:
+    """Whether `tree` (analysis_owner's) is routed whole already."""
     done = _ROUTED.get(getattr(tree, "path", ""))
     return done is not None and done[0] is tree and done[1] is None
 
@@ -115,7 +116,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
     tree = getattr(sem, "cur_mod_node", None)
     if sem is None or not isinstance(tree, MypyFile) or tree.is_stub:
         return
-    if _routed_whole(tree):
+    if routed_whole(tree):
         return  # the whole tree is routed already
     if PHANTOM_ALIAS not in tree.names:
         phantom = sem.modules.get(PHANTOM_MODULE)
