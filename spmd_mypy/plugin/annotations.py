@@ -28,6 +28,7 @@ import os
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
 
 from ..vocab.spec import Spmd
+from .annotation_text import LazyExprs, recognize
 from .positions import Pos, Span
 from .sourcefile import LastLook, file_version, parse_source, read_source, source_file
 
@@ -37,7 +38,7 @@ __all__ = ["Meta", "index_for", "AnnotationError"]
 class Meta(NamedTuple):
     """One Annotated[...]: its metadata expressions and where they are."""
 
-    exprs: Tuple[ast.expr, ...]
+    exprs: Sequence[ast.expr]  # a tuple, or the LazyExprs of a text read without parsing it
     line: int
     ambiguous: bool = False  # a string annotation holding several tensors
     misplaced: bool = False  # a Tensor nested in a container Annotated with Spmd
@@ -335,18 +336,27 @@ _MAX_SNIPPETS = 65536
 
 
 def _snippet(raw: bytes) -> Optional[Snippet]:
-    try:  # parenthesised: an annotation may span lines
-        root = ast.parse("(" + raw.decode("ascii") + ")", mode="eval").body
-    except (SyntaxError, ValueError):
-        found = None
+    recognized = recognize(raw)  # the common form, read without parsing it
+    if recognized is not None:
+        column, plan = recognized
+        found: Optional[Snippet] = [(1, column, Meta(LazyExprs(raw, plan), 1))]
     else:
-        out: Dict[Pos, Meta] = {}
-        _collect_expr(root, out, None)
-        found = [(line, col - 1 if line == 1 else col, meta) for (line, col), meta in out.items()]
+        found = parsed_snippet(raw)
     if len(_SNIPPETS) >= _MAX_SNIPPETS:
         _SNIPPETS.clear()
     _SNIPPETS[raw] = found
     return found
+
+
+def parsed_snippet(raw: bytes) -> Optional[Snippet]:
+    """A text's snippet from its parse (what annotation_text.recognize must agree with)."""
+    try:  # parenthesised: an annotation may span lines
+        root = ast.parse("(" + raw.decode("ascii") + ")", mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    out: Dict[Pos, Meta] = {}
+    _collect_expr(root, out, None)
+    return [(line, col - 1 if line == 1 else col, meta) for (line, col), meta in out.items()]
 
 
 def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]:

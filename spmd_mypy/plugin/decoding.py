@@ -8,11 +8,12 @@ is a whole annotation's answer (decode_annotation).
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..vocab.aliases import ALIASES
 from ..vocab.localtype import BY_LETTER, PartitionedShard, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
+from .annotation_text import LazyExprs
 from .annotations import AnnotationError, Meta
 from .sourcefile import dotted
 
@@ -199,12 +200,45 @@ def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
         seen.setdefault(name, full)
         return full
 
-    found = decode(meta, recording)
+    found = _decoded_plan(meta, recording)
+    if found is _UNDECIDED:
+        found = decode(meta, recording)
     if not failed[0]:
         if len(_ANSWERS) >= _MAX_DECODED:
             _ANSWERS.clear()
         _ANSWERS[id(exprs)] = (exprs, (meta.misplaced, meta.dims), tuple(seen.items()), found)
     return found
+
+
+_UNDECIDED: Any = object()
+
+
+def _decoded_plan(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
+    """decode's answer for a text annotation_text recognised, from its Plan,
+    when the names resolve to what a well-formed annotation names; else
+    _UNDECIDED (decode then reads the parsed call, and reports what is
+    wrong).  The names are looked up in decode's order."""
+    exprs = meta.exprs
+    plan = exprs.plan if isinstance(exprs, LazyExprs) else None
+    if plan is None or meta.ambiguous or meta.misplaced or meta.dims is not None:
+        return _UNDECIDED
+    try:
+        if lookup(plan.callee) not in SPMD_FULLNAMES:
+            return _UNDECIDED
+        axes: Dict[str, object] = {}
+        for name, value, dim in plan.keywords:
+            full = lookup(value)
+            if dim is None:
+                t = LOCAL_TYPES.get(full)  # type: ignore[arg-type]
+            else:
+                t = Shard(dim) if full in SHARD_FULLNAMES else None
+            if t is None:
+                return _UNDECIDED
+            axes[name] = t
+        found = Spmd.of(axes)  # type: ignore[arg-type]
+    except Exception:
+        return _UNDECIDED  # a failed lookup, a SpecError: decode says what
+    return found if found.axes else _UNDECIDED
 
 
 def _with_dims(found: Spmd, dims: Tuple[Optional[int], ...], line: int) -> Spmd:
