@@ -182,32 +182,7 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
     if not isinstance(tree, MypyFile):
         return None
     out: List[Span] = []
-
-    def wanted(statements: List[Statement]) -> List[Statement]:
-        if marked is None:
-            return statements
-        return [st for st in statements if _touches(st, marked)]
-
-    def wanted_in(block: Block) -> List[Statement]:
-        # A block spans its statements as parsed (the statements the rewrite
-        # passes insert write no type): without a marked line in that span,
-        # none of them is walked (most function bodies).
-        if marked is not None and block.end_line is not None and block.line >= 1:
-            i = bisect.bisect_left(marked, block.line)
-            if i == len(marked) or marked[i] > block.end_line:
-                return []
-        return wanted(block.body)
-
-    def add(node: Any) -> bool:
-        end_line, end_column = node.end_line, node.end_column
-        if node.line < 1:
-            return True  # not written (an unannotated parameter)
-        if end_line is None or end_column is None:
-            return False
-        out.append((node.line, node.column, end_line, end_column))
-        return True
-
-    stack: List[Statement] = list(reversed(wanted(tree.defs)))
+    stack: List[Statement] = list(reversed(_wanted(tree.defs, marked)))
     while stack:
         st = stack.pop()
         if isinstance(st, Decorator):
@@ -216,26 +191,67 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
             stack.extend(reversed([*st.items, *([st.impl] if st.impl is not None else [])]))
         elif isinstance(st, FuncDef):
             sig = st.unanalyzed_type
-            if isinstance(sig, CallableType):
-                for t in (*sig.arg_types, sig.ret_type):
-                    if not add(t):
-                        return None
-            stack.extend(reversed(wanted_in(st.body)))
+            if isinstance(sig, CallableType) and not _add_spans(out, [*sig.arg_types, sig.ret_type]):
+                return None
+            stack.extend(reversed(_wanted_in(st.body, marked)))
         elif isinstance(st, ClassDef):
-            stack.extend(reversed(wanted_in(st.defs)))
+            stack.extend(reversed(_wanted_in(st.defs, marked)))
         elif isinstance(st, AssignmentStmt):
-            if st.unanalyzed_type is not None and not add(st.unanalyzed_type):
-                return None
-            if isinstance(st.rvalue, _MAY_BE_TYPE) and not add(st.rvalue):
-                return None
-            if not all(add(t) for t in typevar_types(st.rvalue)):
+            written = [st.unanalyzed_type] if st.unanalyzed_type is not None else []
+            if isinstance(st.rvalue, _MAY_BE_TYPE):
+                written.append(st.rvalue)
+            elif isinstance(st.rvalue, CallExpr):
+                written.extend(typevar_types(st.rvalue))
+            if not _add_spans(out, written):
                 return None
         elif isinstance(st, TypeAliasStmt):
             return None  # `type X = ...`: rare; the caller parses the file
         else:
             for block in sub_blocks(stmt=st):
-                stack.extend(reversed(wanted_in(block)))
+                stack.extend(reversed(_wanted_in(block, marked)))
     return out
+
+
+def _add_spans(out: List[Span], nodes: List[Any]) -> bool:
+    """The spans of written types (a node not written, line < 1, has none);
+    False when one's end is unknown."""
+    for node in nodes:
+        line, end_line, end_column = node.line, node.end_line, node.end_column
+        if line < 1:
+            continue  # not written (an unannotated parameter)
+        if end_line is None or end_column is None:
+            return False
+        out.append((line, node.column, end_line, end_column))
+    return True
+
+
+def _wanted(statements: List[Statement], marked: Optional[Sequence[int]]) -> List[Statement]:
+    """The statements whose lines include a marked line (all when `marked` is None)."""
+    if marked is None:
+        return statements
+    out = []
+    count = len(marked)
+    for st in statements:
+        first, last = st.line, st.end_line
+        if last is None or first < 1 or isinstance(st, Decorator):
+            if _touches(st, marked):
+                out.append(st)
+            continue
+        i = bisect.bisect_left(marked, first)
+        if i < count and marked[i] <= last:
+            out.append(st)
+    return out
+
+
+def _wanted_in(block: Block, marked: Optional[Sequence[int]]) -> List[Statement]:
+    """_wanted of a block's statements.  A block spans its statements as parsed
+    (the statements the rewrite passes insert write no type): without a marked
+    line in that span, none of them is walked (most function bodies)."""
+    if marked is not None and block.end_line is not None and block.line >= 1:
+        i = bisect.bisect_left(marked, block.line)
+        if i == len(marked) or marked[i] > block.end_line:
+            return []
+    return _wanted(block.body, marked)
 
 
 def typevar_types(value: Any) -> List[Any]:
