@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from typing import Iterator, NamedTuple, Optional, Sequence, Tuple, Union, overload
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union, overload
 
 __all__ = ["Plan", "LazyExprs", "recognize"]
 
@@ -41,9 +41,6 @@ _KEYWORDS = rf"{_NAME} *= *{_VALUE}(?: *, *{_NAME} *= *{_VALUE})*"
 _TEXT = re.compile(
     rf"(?P<head>{_DOTTED})\[ *(?P<first>{_DOTTED}) *, *(?P<callee>{_DOTTED})\( *(?P<keywords>{_KEYWORDS}) *\) *\]"
 )
-# each keyword argument of a recognised text: name, value, and the int if called
-_KEYWORD = re.compile(rf"({_NAME}) *= *({_DOTTED})(?:\((-?(?:0|[1-9][0-9]*))\))?")
-_IDENTIFIER = re.compile(_NAME)
 # names that are not a Name in an expression, or not a keyword argument
 _RESERVED = frozenset(keyword.kwlist) | {"__debug__"}
 # keyword arguments of Spmd(...) that decoding.py reads in its own way
@@ -58,18 +55,29 @@ def recognize(raw: bytes) -> Optional[Tuple[int, Optional[Plan]]]:
         return None
     text = raw.decode("ascii")
     m = _TEXT.fullmatch(text)
-    if m is None or m.group("head").rpartition(".")[2] != "Annotated":
+    if m is None:
         return None
-    if not _RESERVED.isdisjoint(_IDENTIFIER.findall(text)):
+    head, callee = m.group("head"), m.group("callee")
+    if head.rpartition(".")[2] != "Annotated":
         return None
-    keywords = _KEYWORD.findall(m.group("keywords"))
-    names = {name for name, _, _ in keywords}
-    if len(names) != len(keywords):
+    # the keyword arguments, split as the expression matched them (no comma
+    # or `=` inside a name or an int)
+    keywords: List[Tuple[str, str, Optional[int]]] = []
+    names: List[str] = [*head.split("."), *m.group("first").split("."), *callee.split(".")]
+    for part in m.group("keywords").split(","):
+        name, _, value = part.partition("=")
+        value, _, dim = value.strip().partition("(")
+        keywords.append((name.strip(), value, int(dim[:-1]) if dim else None))
+        names.append(name.strip())
+        names.extend(value.split("."))
+    if not _RESERVED.isdisjoint(names):
+        return None
+    given = {name for name, _, _ in keywords}
+    if len(given) != len(keywords):
         return None  # a repeated keyword argument does not parse
-    if names & _SPECIAL:
+    if given & _SPECIAL:
         return m.start("first"), None
-    plan = Plan(m.group("callee"), tuple((name, value, int(dim) if dim else None) for name, value, dim in keywords))
-    return m.start("first"), plan
+    return m.start("first"), Plan(callee, tuple(keywords))
 
 
 class LazyExprs(Sequence[ast.expr]):

@@ -264,6 +264,12 @@ def look(path: Optional[str], owner: object = None) -> FileFacts:
 
 
 
+def last_facts(owner: object) -> Optional[FileFacts]:
+    """The facts of the last look, if `owner` made it (look's answer for it)."""
+    last = _LAST_SCAN
+    return last.value if owner is not None and last.owner is owner else None  # type: ignore[return-value]
+
+
 def seen_without_spmd(owner: object) -> bool:
     """Whether the last look at a file for `owner` found no spmd in it: the
     Tensor hook's answer for the rest of that tree (torch's and typeshed's
@@ -297,13 +303,11 @@ Spans = Callable[[Sequence[int]], Optional[List[Span]]]
 def marked_lines(data: bytes) -> List[int]:
     """The numbers of the lines that write Annotated (the spans worth parsing)."""
     out: List[int] = []
-    line, done, at = 1, 0, data.find(b"Annotated")
-    while at >= 0:  # C-level searches: the file's lines are never iterated in Python
-        line += data.count(b"\n", done, at)
+    line = 1
+    for before in data.split(b"Annotated")[:-1]:  # C-level: lines are never iterated in Python
+        line += before.count(b"\n")
         if not out or out[-1] != line:
             out.append(line)
-        done = at
-        at = data.find(b"Annotated", at + 9)
     return out
 
 
@@ -366,7 +370,7 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
     lines = data.split(b"\n")
     count = len(lines)
     out: Dict[Pos, Meta] = {}
-    snippets, missing, make = _SNIPPETS, _MISSING, Meta._make
+    snippets, missing, new = _SNIPPETS, _MISSING, tuple.__new__  # Meta._make without its frame
     for line, col, end_line, end_col in spans:
         if end_line > count or end_line < line:
             return None
@@ -384,7 +388,7 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
         for r_line, r_col, meta in found:  # type: ignore[union-attr]
             exprs, m_line, ambiguous, misplaced, dims = meta
             pos = (line, col + r_col) if r_line == 1 else (line + r_line - 1, r_col)
-            out[pos] = make((exprs, line + m_line - 1, ambiguous, misplaced, dims))
+            out[pos] = new(Meta, (exprs, line + m_line - 1, ambiguous, misplaced, dims))
     return out
 
 

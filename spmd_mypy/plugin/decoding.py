@@ -183,11 +183,13 @@ def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
     hit = _ANSWERS.get(id(exprs))
     if hit is not None and hit[0] is exprs and hit[1] == (meta.misplaced, meta.dims) and not meta.ambiguous:
         try:
-            same = all(lookup(name) == full for name, full in hit[2])
+            for name, full in hit[2]:
+                if lookup(name) != full:
+                    break
+            else:
+                return hit[3]
         except Exception:  # decode looks again, and raises as it would have
-            same = False
-        if same:
-            return hit[3]
+            pass
     seen: Dict[str, Optional[str]] = {}
     failed = [False]
 

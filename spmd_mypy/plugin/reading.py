@@ -16,7 +16,7 @@ from ..vocab.localtype import V, grad_type
 from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
-from .annotations import AnnotationError, Meta, look, mentions_untyped_torch, seen_without_spmd
+from .annotations import AnnotationError, Meta, last_facts, look, mentions_untyped_torch
 from .decoding import decode, decode_annotation
 from .global_scopes import global_axes_at
 from .config import Settings
@@ -86,13 +86,14 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
     tree = _mypy.analysis_owner(ctx)
-    if seen_without_spmd(tree):
-        return _mypy.plain_tensor_in_analyzer(ctx, tree)  # the common case, kept short
-    path = _mypy.analyzer_path(ctx)
-    facts = look(path, tree)
+    facts = last_facts(tree)  # a look at this tree made already: the common case, kept short
+    if facts is None:
+        facts = look(getattr(tree, "path", None), tree)  # _mypy.analyzer_path(ctx), the owner at hand
     if not facts.uses:
         return _mypy.plain_tensor_in_analyzer(ctx, tree)  # torch, typeshed, code without spmd
-    index = facts.index(lambda marked: _mypy.annotation_spans(tree, marked))
+    index = facts.built  # built on the first look at this version
+    if index is None:
+        index = facts.index(lambda marked: _mypy.annotation_spans(tree, marked))
     if not _mypy.routed_whole(tree):
         route_values(ctx)
     pos = _mypy.type_position(ctx)
@@ -105,7 +106,7 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
             return _mypy.plain_tensor_in_analyzer(ctx, tree)
         check_axes(spmd, settings)
         if facts.global_code:  # else the file has no global code (global_scopes.py)
-            check_global(spmd, path, ctx.context.line, tree)
+            check_global(spmd, getattr(tree, "path", None), ctx.context.line, tree)
     except AnnotationError as e:
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
         return _mypy.plain_tensor_in_analyzer(ctx, tree)

@@ -50,9 +50,15 @@ def analyzer_lookup(ctx: AnalyzeTypeContext) -> Callable[[str], Optional[str]]:
     api = ctx.api
     session = _SESSION
     if session[0] is not api:
-        session[0], session[1] = api, {}
-    answers: Dict[str, Optional[str]] = session[1]
-    lookup_qualified, context = api.lookup_qualified, ctx.context  # type: ignore[attr-defined]
+        session[0], session[1] = api, _session_lookup(api.lookup_qualified, ctx.context)  # type: ignore[attr-defined]
+    return session[1]
+
+
+def _session_lookup(lookup_qualified: Any, context: Any) -> Callable[[str], Optional[str]]:
+    """analyzer_lookup for one type analyzer.  The context is the first hook's:
+    mypy reads it only to report a name not defined, which these lookups
+    never ask for (suppress_errors)."""
+    answers: Dict[str, Optional[str]] = {}
 
     def lookup(name: str) -> Optional[str]:
         full = answers.get(name, _MISSING)
@@ -65,9 +71,9 @@ def analyzer_lookup(ctx: AnalyzeTypeContext) -> Callable[[str], Optional[str]]:
     return lookup
 
 
-# (the type analyzer analyzer_lookup last answered for, its answers); holding
+# (the type analyzer analyzer_lookup last answered for, its lookup); holding
 # the analyzer keeps its identity from being reused
-_SESSION: List[Any] = [None, {}]
+_SESSION: List[Any] = [None, None]
 _MISSING: Any = object()
 
 
@@ -193,7 +199,12 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
             sig = st.unanalyzed_type
             if isinstance(sig, CallableType) and not _add_spans(out, [*sig.arg_types, sig.ret_type]):
                 return None
-            stack.extend(reversed(_wanted_in(st.body, marked)))
+            body = st.body  # _wanted_in(body, marked), inline: most bodies are skipped here
+            if marked is not None and body.end_line is not None and body.line >= 1:
+                i = bisect.bisect_left(marked, body.line)
+                if i == len(marked) or marked[i] > body.end_line:
+                    continue
+            stack.extend(reversed(_wanted(body.body, marked)))
         elif isinstance(st, ClassDef):
             stack.extend(reversed(_wanted_in(st.defs, marked)))
         elif isinstance(st, AssignmentStmt):
