@@ -84,9 +84,13 @@ def _imports_phantom(tree: MypyFile) -> bool:
     """Whether the module's top level imports the stub as the rewrites call it
     (every import is in tree.imports: a look there first, most trees have none)."""
     ids = (PHANTOM_MODULE, PHANTOM_ALIAS)
-    if not any(isinstance(d, Import) and ids in d.ids for d in tree.imports):
-        return False
-    return any(isinstance(d, Import) and ids in d.ids for d in tree.defs)
+    for imports in (tree.imports, tree.defs):
+        for d in imports:
+            if isinstance(d, Import) and ids in d.ids:
+                break
+        else:
+            return False
+    return True
 
 
 def routed_in_analyzer(ctx: AnalyzeTypeContext) -> bool:

@@ -105,7 +105,9 @@ def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool) 
             _route_function(stmt)
         elif isinstance(stmt, ClassDef):
             for inner in stmt.defs.body:  # class-body assignments are attributes
-                if isinstance(inner, (FuncDef, Decorator, OverloadedFuncDef, ClassDef)):
+                if isinstance(inner, (FuncDef, Decorator, OverloadedFuncDef)):
+                    _route_function(inner)
+                elif isinstance(inner, ClassDef):
                     _route_block([inner], False, False)
         else:
             for block in sub_blocks(stmt):
