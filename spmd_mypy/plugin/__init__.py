@@ -347,7 +347,8 @@ class SpmdPlugin(_mypy.Plugin):
 
     def _alias_hook(self, fullname: str) -> Hook:
         def hook(ctx: Any) -> Any:
-            reading.route_values(ctx)
+            if not _mypy.routed_in_analyzer(ctx):  # route_values' own first question, without its guard
+                reading.route_values(ctx)
             found = _mypy.alias_reference(self, ctx, fullname)
             if found is None:  # no longer an alias of a carrier (a daemon edit)
                 return unhooked(ctx)

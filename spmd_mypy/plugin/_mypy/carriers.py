@@ -138,7 +138,7 @@ def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str, owner: object =
         infos.str = api.named_type("builtins.str", []).type
         infos.carrier = api.named_type(CARRIER, [AnyType(TypeOfAny.special_form)]).type
         infos.owner = owner
-    return Instance(infos.carrier, [LiteralType(canonical, fallback=Instance(infos.str, []))])
+    return Instance(infos.carrier, [LiteralType(canonical, Instance(infos.str, []))])  # fallback: positional
 
 
 def carrier_in_checker(api: Any, canonical: str) -> Type:
