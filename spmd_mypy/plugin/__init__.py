@@ -79,7 +79,7 @@ from . import (
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
 from .guard import STRICT, default_return, guarded, nothing, report_skipped, set_vocabulary
-from .annotations import mentions_spmd, mentions_untyped_torch
+from .annotations import look, mentions_spmd
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
 
@@ -486,7 +486,8 @@ class SpmdPlugin(_mypy.Plugin):
         # where a re-parsed module gets its returns routed (reading.py).
         if fullname.startswith(_LIBRARY_PREFIXES) or fullname.partition(".")[0] in _STDLIB:
             return None  # most names asked: no stat of their module's file
-        if not mentions_spmd(_mypy.module_path(self, fullname.rpartition(".")[0])):
+        tree = _mypy.module_tree(self, fullname.rpartition(".")[0])
+        if not mentions_spmd(getattr(tree, "path", None), tree):  # the tree: no stat once looked at
             return None  # torch, typeshed, code without spmd
         try:
             known = _mypy.alias_holding_carrier(self, fullname)
@@ -501,7 +502,8 @@ class SpmdPlugin(_mypy.Plugin):
 
     def _alias_hook(self, fullname: str) -> Hook:
         def hook(ctx: Any) -> Any:
-            reading.route_values(ctx)
+            if not _mypy.routed_in_analyzer(ctx):  # route_values' own first question, without its guard
+                reading.route_values(ctx)
             found = _mypy.alias_reference(self, ctx, fullname)
             if found is None:  # no longer an alias of a carrier (a daemon edit)
                 return unhooked(ctx)
@@ -523,11 +525,16 @@ class SpmdPlugin(_mypy.Plugin):
         # Files that annotate tensors or call spmd need the carrier's stub loaded.
         # Returns and annotated assignments are routed through hooks (declared.py).
         path = getattr(file, "path", None)
-        if mentions_spmd(path):
-            comm_sites.note_file(path)  # spmd.reveal_comms: the sites are wanted
-            wanted = untyped_function if mentions_untyped_torch(path) else None
-            guarded(lambda tree: _mypy.route_declared_values(tree, wanted), nothing)(file)
-            placed = [(10, _mypy.DTENSOR_MODULE, -1)] if _mypy.imports_dtensor(file) else []
+        facts = look(path, file)  # the tree is the owner: the analyzer's look at it needs no stat
+        if facts.uses:
+            if facts.comms:
+                comm_sites.note_file(path)  # spmd.reveal_comms: the sites are wanted
+            wanted = untyped_function if facts.untyped else None
+            # the passes the file's bytes can need
+            needed = (facts.raw_dist, facts.spmd_types, facts.configured)
+            guarded(lambda tree: _mypy.route_declared_values(tree, wanted, *needed), nothing)(file)
+            dtensor = facts.raw_dist and _mypy.imports_dtensor(file)  # the imports name torch.distributed
+            placed = [(10, _mypy.DTENSOR_MODULE, -1)] if dtensor else []
             return [(10, _mypy.PHANTOM_MODULE, -1), *placed]
         return []
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
 
 from ..vocab.spec import Spmd
+from .annotation_text import LazyExprs, recognize
 from .positions import Pos, Span
 from .sourcefile import LastLook, file_version, parse_source, read_source, source_file
 
@@ -37,7 +38,7 @@ __all__ = ["Meta", "index_for", "AnnotationError"]
 class Meta(NamedTuple):
     """One Annotated[...]: its metadata expressions and where they are."""
 
-    exprs: Tuple[ast.expr, ...]
+    exprs: Sequence[ast.expr]  # a tuple, or the LazyExprs of a text read without parsing it
     line: int
     ambiguous: bool = False  # a string annotation holding several tensors
     misplaced: bool = False  # a Tensor nested in a container Annotated with Spmd
@@ -211,29 +212,62 @@ def _collect_string(node: ast.Constant, text: str, out: Dict[Pos, Meta]) -> None
         out[pos] = out[pos]._replace(ambiguous=True)
 
 
+class FileFacts:
+    """What the plugin knows of one version of a file, from its bytes: the
+    cheap pre-filters of every per-file pass (one read of the file serves them
+    all) and the annotation index, built on first use (until then the bytes
+    are kept, for files that mention Spmd).  `owner` is the last owner that
+    looked (see sourcefile.LastLook): while it is the same, so is the version."""
+
+    __slots__ = (
+        "key", "owner", "uses", "untyped", "global_code", "raw_dist", "comms", "spmd_types", "configured", "data",
+        "built",
+    )
+
+    def __init__(self, key: object, data: bytes) -> None:
+        self.key = key
+        self.owner: object = None
+        self.uses = b"spmd" in data or b"Spmd" in data or b"SPMD" in data
+        self.untyped = b"special" in data or b"linalg" in data or b"fft" in data
+        self.global_code = b"global_spmd" in data  # @global_spmd scopes (global_scopes.py)
+        self.raw_dist = b"distributed" in data  # raw torch.distributed calls (_mypy.retype_raw_writes)
+        self.comms = b"reveal_comms" in data  # spmd.reveal_comms (comm_sites.note_file)
+        self.spmd_types = b"spmd_types" in data  # imports of spmd_types (_mypy.refine_asserts)
+        self.configured = b"configurations" in data  # @spmd.configurations (_mypy.mark_configured)
+        # the cheap pre-filter: most files never mention Spmd, and have no index
+        has_meta = b"Spmd" in data or b"Axis(" in data  # tensors, or groups (groups.py)
+        self.data: Optional[bytes] = data if has_meta else None
+        self.built: Optional[Dict[Pos, Meta]] = None if has_meta else {}
+
+    def index(self, spans: Optional["Spans"]) -> Dict[Pos, Meta]:
+        """Position of each Annotated's first element -> its metadata."""
+        built = self.built
+        return built if built is not None else _index(self, spans)
+
+
+_NOTHING = FileFacts(None, b"")
+_CACHE: Dict[str, FileFacts] = {}
 _LAST_SCAN = LastLook()
 
 
-class _Facts:
-    """What the plugin knows of one version of a file.  The index is built on
-    first use; until then the file's bytes are kept (files that mention Spmd)."""
-
-    __slots__ = ("key", "uses", "untyped", "data", "index")
-
-    def __init__(self, key: object, uses: bool, untyped: bool, data: Optional[bytes]) -> None:
-        self.key = key
-        self.uses = uses
-        self.untyped = untyped
-        self.data = data
-        self.index: Optional[Dict[Pos, Meta]] = None if data is not None else {}
-
-
-_NOTHING = _Facts(None, False, False, None)
-_CACHE: Dict[str, _Facts] = {}
+def look(path: Optional[str], owner: object = None) -> FileFacts:
+    """The facts of the file at `path`, looked at for `owner` (the analyzer's
+    tree, the checker's scope, the tree mypy hands get_additional_deps): a
+    repeated look by the same owner needs no stat."""
+    last = _LAST_SCAN
+    if owner is not None and owner is last.owner and path == last.path:
+        return last.value  # type: ignore[return-value]
+    facts = _scan_file(path, owner)
+    if owner is not None:
+        last.owner, last.path, last.value = owner, path, facts
+    return facts
 
 
-def _scan(path: Optional[str], owner: object = None) -> _Facts:
-    return _LAST_SCAN.get(owner, path, _scan_file)
+
+def last_facts(owner: object) -> Optional[FileFacts]:
+    """The facts of the last look, if `owner` made it (look's answer for it)."""
+    last = _LAST_SCAN
+    return last.value if owner is not None and last.owner is owner else None  # type: ignore[return-value]
 
 
 def seen_without_spmd(owner: object) -> bool:
@@ -244,23 +278,21 @@ def seen_without_spmd(owner: object) -> bool:
     return owner is not None and last.owner is owner and not last.value.uses  # type: ignore[attr-defined]
 
 
-def _scan_file(path: Optional[str]) -> _Facts:
+def _scan_file(path: Optional[str], owner: object = None) -> FileFacts:
     if not source_file(path):
         return _NOTHING
     assert path is not None
+    hit = _CACHE.get(path)
+    if hit is not None and owner is not None and hit.owner is owner:
+        return hit  # the same tree (or check pass) looked at this version before
     key = file_version(path)
     if key is None:
         return _NOTHING
-    hit = _CACHE.get(path)
-    if hit is not None and hit.key == key:
-        return hit
-    data = read_source(path)
-    uses = b"spmd" in data or b"Spmd" in data or b"SPMD" in data
-    untyped = b"special" in data or b"linalg" in data or b"fft" in data
-    # the cheap pre-filter: most files never mention Spmd, and have no index
-    has_meta = b"Spmd" in data or b"Axis(" in data  # tensors, or groups (groups.py)
-    facts = _CACHE[path] = _Facts(key, uses, untyped, data if has_meta else None)
-    return facts
+    if hit is None or hit.key != key:
+        hit = _CACHE[path] = FileFacts(key, read_source(path))
+    if owner is not None:
+        hit.owner = owner
+    return hit
 
 
 # Where a file writes types (_mypy.annotation_spans), given the sorted numbers
@@ -271,18 +303,16 @@ Spans = Callable[[Sequence[int]], Optional[List[Span]]]
 def marked_lines(data: bytes) -> List[int]:
     """The numbers of the lines that write Annotated (the spans worth parsing)."""
     out: List[int] = []
-    line, done, at = 1, 0, data.find(b"Annotated")
-    while at >= 0:  # C-level searches: the file's lines are never iterated in Python
-        line += data.count(b"\n", done, at)
+    line = 1
+    for before in data.split(b"Annotated")[:-1]:  # C-level: lines are never iterated in Python
+        line += before.count(b"\n")
         if not out or out[-1] != line:
             out.append(line)
-        done = at
-        at = data.find(b"Annotated", at + 9)
     return out
 
 
-def _index(facts: _Facts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
-    if facts.index is None:
+def _index(facts: FileFacts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
+    if facts.built is None:
         data = facts.data or b""
         index = None
         if spans is not None and data.isascii() and b"\t" not in data:
@@ -296,32 +326,41 @@ def _index(facts: _Facts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
             tree = parse_source(data)
             if isinstance(tree, ast.Module):
                 _collect(tree, index)
-        facts.index, facts.data = index, None
-    return facts.index
+        facts.built, facts.data = index, None
+    return facts.built
 
 
-# text -> the index of that annotation alone, positions relative
-# to its start (line 1, column 0); None when it does not parse.  Codebases
-# write the same annotations over and over, so each text is parsed once.
-_SNIPPETS: Dict[str, Optional[List[Tuple[Pos, Meta]]]] = {}
+# text (its bytes) -> the index of that annotation alone: (line, column,
+# metadata) with line and column relative to its start (line 1, column 0),
+# the metadata's own line too; None when it does not parse.  Codebases write
+# the same annotations over and over, so each text is parsed once.
+Snippet = List[Tuple[int, int, Meta]]
+_SNIPPETS: Dict[bytes, Optional[Snippet]] = {}
 _MAX_SNIPPETS = 65536
 
 
-def _snippet(text: str) -> Optional[List[Tuple[Pos, Meta]]]:
-    if text in _SNIPPETS:
-        return _SNIPPETS[text]
-    try:  # parenthesised: an annotation may span lines
-        root = ast.parse("(" + text + ")", mode="eval").body
-    except (SyntaxError, ValueError):
-        found = None
+def _snippet(raw: bytes) -> Optional[Snippet]:
+    recognized = recognize(raw)  # the common form, read without parsing it
+    if recognized is not None:
+        column, plan = recognized
+        found: Optional[Snippet] = [(1, column, Meta(LazyExprs(raw, plan), 1))]
     else:
-        out: Dict[Pos, Meta] = {}
-        _collect_expr(root, out, None)
-        found = [((line, col - 1 if line == 1 else col), meta) for (line, col), meta in out.items()]
+        found = parsed_snippet(raw)
     if len(_SNIPPETS) >= _MAX_SNIPPETS:
         _SNIPPETS.clear()
-    _SNIPPETS[text] = found
+    _SNIPPETS[raw] = found
     return found
+
+
+def parsed_snippet(raw: bytes) -> Optional[Snippet]:
+    """A text's snippet from its parse (what annotation_text.recognize must agree with)."""
+    try:  # parenthesised: an annotation may span lines
+        root = ast.parse("(" + raw.decode("ascii") + ")", mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    out: Dict[Pos, Meta] = {}
+    _collect_expr(root, out, None)
+    return [(line, col - 1 if line == 1 else col, meta) for (line, col), meta in out.items()]
 
 
 def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]:
@@ -329,9 +368,11 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
     those that write Annotated are parsed, each on its own.  None if one does
     not parse (the caller then parses the whole file)."""
     lines = data.split(b"\n")
+    count = len(lines)
     out: Dict[Pos, Meta] = {}
+    snippets, missing, new = _SNIPPETS, _MISSING, tuple.__new__  # Meta._make without its frame
     for line, col, end_line, end_col in spans:
-        if end_line > len(lines) or end_line < line:
+        if end_line > count or end_line < line:
             return None
         if line == end_line:
             raw = lines[line - 1][col:end_col]
@@ -339,13 +380,19 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
             raw = b"\n".join([lines[line - 1][col:], *lines[line:end_line - 1], lines[end_line - 1][:end_col]])
         if b"Annotated" not in raw:
             continue
-        found = _snippet(raw.decode("ascii"))
+        found = snippets.get(raw, missing)
+        if found is missing:
+            found = _snippet(raw)
         if found is None:
             return None
-        for (r_line, r_col), meta in found:
-            pos = (line + r_line - 1, col + r_col if r_line == 1 else r_col)
-            out[pos] = meta._replace(line=line + meta.line - 1)
+        for r_line, r_col, meta in found:  # type: ignore[union-attr]
+            exprs, m_line, ambiguous, misplaced, dims = meta
+            pos = (line, col + r_col) if r_line == 1 else (line + r_line - 1, r_col)
+            out[pos] = new(Meta, (exprs, line + m_line - 1, ambiguous, misplaced, dims))
     return out
+
+
+_MISSING: Any = object()
 
 
 # Each of these takes an optional `owner` (see sourcefile.LastLook).
@@ -355,21 +402,21 @@ def scan(path: Optional[str], owner: object = None, spans: Optional[Spans] = Non
     """(index_for(path), mentions_spmd(path)) with one look at the file.
     `spans` gives where the file writes types (_mypy.annotation_spans), so
     that only those are parsed; without it the whole file is."""
-    facts = _scan(path, owner)
+    facts = look(path, owner)
     return _index(facts, spans), facts.uses
 
 
 def index_for(path: Optional[str], owner: object = None, spans: Optional[Spans] = None) -> Dict[Pos, Meta]:
     """Position of each Annotated's first element -> its metadata (cached per file)."""
-    return _index(_scan(path, owner), spans)
+    return _index(look(path, owner), spans)
 
 
 def mentions_spmd(path: Optional[str], owner: object = None) -> bool:
     """Whether the file mentions spmd at all (then it may build carriers)."""
-    return _scan(path, owner).uses
+    return look(path, owner).uses
 
 
 def mentions_untyped_torch(path: Optional[str], owner: object = None) -> bool:
     """Whether a file may call torch.special, torch.linalg or
     torch.fft (the pre-filter for wrapping those calls: _mypy.route_declared_values)."""
-    return _scan(path, owner).untyped
+    return look(path, owner).untyped

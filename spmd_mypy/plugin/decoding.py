@@ -1,21 +1,23 @@
 """Decoding the `Spmd(...)` of an annotation (found by annotations.py's index)
 into the vocabulary's Spmd: the names the decoder accepts, resolved as mypy
 resolves them, and the small expression language inside the call.  A decoded
-node is reused while its names resolve the same (_decode_call_memo).
+node is reused while its names resolve the same (_decode_call_memo), and so
+is a whole annotation's answer (decode_annotation).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..vocab.aliases import ALIASES
 from ..vocab.localtype import BY_LETTER, PartitionedShard, Shard
 from ..vocab.spec import PartitionSpec, SpecError, Spmd
+from .annotation_text import LazyExprs
 from .annotations import AnnotationError, Meta
 from .sourcefile import dotted
 
-__all__ = ["decode", "LOCAL_TYPES", "SHARD_FULLNAMES", "SPMD_FULLNAMES", "PARTITIONED_FULLNAMES"]
+__all__ = ["decode", "decode_annotation", "LOCAL_TYPES", "SHARD_FULLNAMES", "SPMD_FULLNAMES", "PARTITIONED_FULLNAMES"]
 
 
 # Fully qualified names the decoder accepts (definitions, as mypy resolves them).
@@ -163,6 +165,82 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
             meta.line,
         )
     return found
+
+
+# id(exprs) -> (the metadata's exprs, (misplaced, dims), the names its decoding
+# looked up with what each was, in order and each once, the answer).  The
+# annotation index shares one `exprs` among all places that write the same
+# text (annotations._snippet), so a codebase's annotations are decoded once
+# each: the hook looks the names up again, and reuses the answer while they
+# mean the same.
+_ANSWERS: Dict[int, Tuple[Tuple[ast.expr, ...], object, Tuple[Tuple[str, Optional[str]], ...], Optional[Spmd]]] = {}
+
+
+def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
+    """decode(meta, lookup), the answer reused while the names it looked up
+    resolve the same (an answer that raised is never kept)."""
+    exprs = meta.exprs
+    hit = _ANSWERS.get(id(exprs))
+    if hit is not None and hit[0] is exprs and hit[1] == (meta.misplaced, meta.dims) and not meta.ambiguous:
+        try:
+            for name, full in hit[2]:
+                if lookup(name) != full:
+                    break
+            else:
+                return hit[3]
+        except Exception:  # decode looks again, and raises as it would have
+            pass
+    seen: Dict[str, Optional[str]] = {}
+    failed = [False]
+
+    def recording(name: str) -> Optional[str]:
+        try:
+            full = lookup(name)
+        except Exception:
+            failed[0] = True
+            raise
+        seen.setdefault(name, full)
+        return full
+
+    found = _decoded_plan(meta, recording)
+    if found is _UNDECIDED:
+        found = decode(meta, recording)
+    if not failed[0]:
+        if len(_ANSWERS) >= _MAX_DECODED:
+            _ANSWERS.clear()
+        _ANSWERS[id(exprs)] = (exprs, (meta.misplaced, meta.dims), tuple(seen.items()), found)
+    return found
+
+
+_UNDECIDED: Any = object()
+
+
+def _decoded_plan(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
+    """decode's answer for a text annotation_text recognised, from its Plan,
+    when the names resolve to what a well-formed annotation names; else
+    _UNDECIDED (decode then reads the parsed call, and reports what is
+    wrong).  The names are looked up in decode's order."""
+    exprs = meta.exprs
+    plan = exprs.plan if isinstance(exprs, LazyExprs) else None
+    if plan is None or meta.ambiguous or meta.misplaced or meta.dims is not None:
+        return _UNDECIDED
+    try:
+        if lookup(plan.callee) not in SPMD_FULLNAMES:
+            return _UNDECIDED
+        axes: Dict[str, object] = {}
+        for name, value, dim in plan.keywords:
+            full = lookup(value)
+            if dim is None:
+                t = LOCAL_TYPES.get(full)  # type: ignore[arg-type]
+            else:
+                t = Shard(dim) if full in SHARD_FULLNAMES else None
+            if t is None:
+                return _UNDECIDED
+            axes[name] = t
+        found = Spmd.of(axes)  # type: ignore[arg-type]
+    except Exception:
+        return _UNDECIDED  # a failed lookup, a SpecError: decode says what
+    return found if found.axes else _UNDECIDED
 
 
 def _with_dims(found: Spmd, dims: Tuple[Optional[int], ...], line: int) -> Spmd:

@@ -16,8 +16,8 @@ from ..vocab.localtype import V, grad_type
 from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
-from .annotations import AnnotationError, Meta, mentions_untyped_torch, scan, seen_without_spmd
-from .decoding import decode
+from .annotations import AnnotationError, Meta, last_facts, look, mentions_untyped_torch
+from .decoding import decode, decode_annotation
 from .global_scopes import global_axes_at
 from .config import Settings
 from .errors import SPMD_ANNOTATION
@@ -86,28 +86,32 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
     tree = _mypy.analysis_owner(ctx)
-    if seen_without_spmd(tree):
-        return _mypy.plain_tensor_in_analyzer(ctx, tree)  # the common case, kept short
-    index, uses_spmd = scan(_mypy.analyzer_path(ctx), tree, lambda marked: _mypy.annotation_spans(tree, marked))
-    plain = _mypy.plain_tensor_in_analyzer(ctx, tree)
-    if not uses_spmd:
-        return plain  # torch, typeshed, code without spmd: most Tensors mypy sees
-    route_values(ctx)
+    facts = last_facts(tree)  # a look at this tree made already: the common case, kept short
+    if facts is None:
+        facts = look(getattr(tree, "path", None), tree)  # _mypy.analyzer_path(ctx), the owner at hand
+    if not facts.uses:
+        return _mypy.plain_tensor_in_analyzer(ctx, tree)  # torch, typeshed, code without spmd
+    index = facts.built  # built on the first look at this version
+    if index is None:
+        index = facts.index(lambda marked: _mypy.annotation_spans(tree, marked))
+    if not _mypy.routed_whole(tree):
+        route_values(ctx)
     pos = _mypy.type_position(ctx)
     meta = index.get(pos)
     if meta is None:
-        return _trusted_parameter(ctx, tree, pos, plain)
+        return _trusted_parameter(ctx, tree, pos, _mypy.plain_tensor_in_analyzer(ctx, tree))
     try:
-        spmd = decode(meta, _mypy.analyzer_lookup(ctx))
+        spmd = decode_annotation(meta, _mypy.analyzer_lookup(ctx))
         if spmd is None:
-            return plain
+            return _mypy.plain_tensor_in_analyzer(ctx, tree)
         check_axes(spmd, settings)
-        check_global(spmd, _mypy.analyzer_path(ctx), ctx.context.line, tree)
+        if facts.global_code:  # else the file has no global code (global_scopes.py)
+            check_global(spmd, getattr(tree, "path", None), ctx.context.line, tree)
     except AnnotationError as e:
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
-        return plain
+        return _mypy.plain_tensor_in_analyzer(ctx, tree)
     _mypy.mark_alias_target(ctx)
-    return _mypy.carrier_in_analyzer(ctx, spmd.canonical())
+    return _mypy.carrier_in_analyzer(ctx, spmd.canonical(), tree)
 
 
 def _trusted_parameter(ctx: _mypy.AnalyzeTypeContext, tree: object, pos: Pos, plain: _mypy.Type) -> _mypy.Type:

@@ -262,3 +262,39 @@ def test_daemon_sees_code_made_global_by_an_edit(tmp_path: Path) -> None:
         assert "[spmd-global]" in second.stdout
     finally:
         _run(dmypy + ["stop"], proj)
+
+
+NAMED = "from spmd_mypy import V as T\n"
+NAME_USER = '''\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd
+from names import T
+
+
+def f(x: Annotated[Tensor, Spmd(tp=T)]) -> None:
+    reveal_type(x)
+'''
+
+
+def test_daemon_reads_an_annotation_again_when_a_name_in_it_changes_meaning(tmp_path: Path) -> None:
+    # A decoded annotation is reused while the names it looked up resolve the
+    # same (decoding.decode_annotation): here `T` comes to mean R in another
+    # module, the annotation's text unchanged.
+    proj = _project(tmp_path)
+    (proj / "model.py").unlink()
+    (proj / "names.py").write_text(NAMED)
+    (proj / "user.py").write_text(NAME_USER)
+    dmypy = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(proj / ".dmypy.json")]
+    run = dmypy + ["run", "--", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py", "names.py"]
+    try:
+        first = _run(run, proj)
+        assert "Literal['tp=V']" in first.stdout, first.stdout + first.stderr
+        _edit(proj / "names.py", "from spmd_mypy import R as T\n")
+        second = _run(run, proj)
+        assert "Literal['tp=R']" in second.stdout, second.stdout + second.stderr
+        _edit(proj / "names.py", "T = 3\n")
+        third = _run(run, proj)
+        assert "Malformed SPMD annotation" in third.stdout, third.stdout + third.stderr
+    finally:
+        _run(dmypy + ["stop"], proj)

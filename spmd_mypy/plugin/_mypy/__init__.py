@@ -63,7 +63,7 @@ from .analyzer import (
     annotation_spans,
     default_type,
     mark_alias_target,
-    module_path,
+    module_tree,
     stdlib_modules,
     stub_findable,
     type_position,
@@ -159,7 +159,7 @@ from .scopes import (
     from_cache,
     named_function,
 )
-from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer
+from .rewrites import route_declared_values, route_in_analyzer, routed_in_analyzer, routed_whole
 from .tensor_types import (
     attribute_write_type,
     callable_of,
@@ -356,7 +356,7 @@ __all__ = [
     "annotation_spans",
     "default_type",
     "mark_alias_target",
-    "module_path",
+    "module_tree",
     "stdlib_modules",
     "stub_findable",
     "type_position",

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from mypy.nodes import (
     AssignmentStmt,
+    Block,
     CallExpr,
     ClassDef,
     Decorator,
@@ -40,14 +41,41 @@ def analyzer_path(ctx: AnalyzeTypeContext) -> Optional[str]:
 
 
 def analyzer_lookup(ctx: AnalyzeTypeContext) -> Callable[[str], Optional[str]]:
+    """The fullname a name in the annotation stands for (None: not defined).
+
+    The answers are kept while mypy's type analyzer is the same object: it
+    analyses one type (a signature, an alias, an annotation) in one scope, and
+    no name is bound meanwhile, so a name looked up again (Spmd, V, S in a
+    signature's every annotation) resolves the same; mypy's only effect of a
+    lookup, recording the module the symbol comes from, is done once."""
+    api = ctx.api
+    session = _SESSION
+    if session[0] is not api:
+        session[0], session[1] = api, _session_lookup(api.lookup_qualified, ctx.context)  # type: ignore[attr-defined]
+    return session[1]
+
+
+def _session_lookup(lookup_qualified: Any, context: Any) -> Callable[[str], Optional[str]]:
+    """analyzer_lookup for one type analyzer.  The context is the first hook's:
+    mypy reads it only to report a name not defined, which these lookups
+    never ask for (suppress_errors)."""
+    answers: Dict[str, Optional[str]] = {}
+
     def lookup(name: str) -> Optional[str]:
-        sym = ctx.api.lookup_qualified(name, ctx.context, suppress_errors=True)  # type: ignore[attr-defined]
-        if sym is None:
-            return None
-        node = sym.node
-        return getattr(node, "fullname", None) or sym.fullname
+        full = answers.get(name, _MISSING)
+        if full is _MISSING:
+            sym = lookup_qualified(name, context, True)
+            full = None if sym is None else getattr(sym.node, "fullname", None) or sym.fullname
+            answers[name] = full
+        return full
 
     return lookup
+
+
+# (the type analyzer analyzer_lookup last answered for, its lookup); holding
+# the analyzer keeps its identity from being reused
+_SESSION: List[Any] = [None, None]
+_MISSING: Any = object()
 
 
 def type_position(ctx: AnalyzeTypeContext) -> Tuple[int, int]:
@@ -85,10 +113,10 @@ def stdlib_modules() -> frozenset:
         return frozenset()
 
 
-def module_path(plugin: Any, module: str) -> Optional[str]:
+def module_tree(plugin: Any, module: str) -> Any:
+    """The parsed tree of a module mypy loaded (its `path`), else None."""
     modules = getattr(plugin, "_modules", None) or {}
-    tree = modules.get(module)
-    return getattr(tree, "path", None)
+    return modules.get(module)
 
 
 def alias_holding_carrier(plugin: Any, fullname: str) -> Optional[bool]:
@@ -170,22 +198,7 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
     if not isinstance(tree, MypyFile):
         return None
     out: List[Span] = []
-
-    def wanted(statements: List[Statement]) -> List[Statement]:
-        if marked is None:
-            return statements
-        return [st for st in statements if _touches(st, marked)]
-
-    def add(node: Any) -> bool:
-        end_line, end_column = node.end_line, node.end_column
-        if node.line < 1:
-            return True  # not written (an unannotated parameter)
-        if end_line is None or end_column is None:
-            return False
-        out.append((node.line, node.column, end_line, end_column))
-        return True
-
-    stack: List[Statement] = list(reversed(wanted(tree.defs)))
+    stack: List[Statement] = list(reversed(_wanted(tree.defs, marked)))
     while stack:
         st = stack.pop()
         if isinstance(st, Decorator):
@@ -194,26 +207,72 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
             stack.extend(reversed([*st.items, *([st.impl] if st.impl is not None else [])]))
         elif isinstance(st, FuncDef):
             sig = st.unanalyzed_type
-            if isinstance(sig, CallableType):
-                for t in (*sig.arg_types, sig.ret_type):
-                    if not add(t):
-                        return None
-            stack.extend(reversed(wanted(st.body.body)))
+            if isinstance(sig, CallableType) and not _add_spans(out, [*sig.arg_types, sig.ret_type]):
+                return None
+            body = st.body  # _wanted_in(body, marked), inline: most bodies are skipped here
+            if marked is not None and body.end_line is not None and body.line >= 1:
+                i = bisect.bisect_left(marked, body.line)
+                if i == len(marked) or marked[i] > body.end_line:
+                    continue
+            stack.extend(reversed(_wanted(body.body, marked)))
         elif isinstance(st, ClassDef):
-            stack.extend(reversed(wanted(st.defs.body)))
+            stack.extend(reversed(_wanted_in(st.defs, marked)))
         elif isinstance(st, AssignmentStmt):
-            if st.unanalyzed_type is not None and not add(st.unanalyzed_type):
-                return None
-            if isinstance(st.rvalue, _MAY_BE_TYPE) and not add(st.rvalue):
-                return None
-            if not all(add(t) for t in typevar_types(st.rvalue)):
+            written = [st.unanalyzed_type] if st.unanalyzed_type is not None else []
+            if isinstance(st.rvalue, _MAY_BE_TYPE):
+                written.append(st.rvalue)
+            elif isinstance(st.rvalue, CallExpr):
+                written.extend(typevar_types(st.rvalue))
+            if not _add_spans(out, written):
                 return None
         elif isinstance(st, TypeAliasStmt):
             return None  # `type X = ...`: rare; the caller parses the file
         else:
             for block in sub_blocks(stmt=st):
-                stack.extend(reversed(wanted(block.body)))
+                stack.extend(reversed(_wanted_in(block, marked)))
     return out
+
+
+def _add_spans(out: List[Span], nodes: List[Any]) -> bool:
+    """The spans of written types (a node not written, line < 1, has none);
+    False when one's end is unknown."""
+    for node in nodes:
+        line, end_line, end_column = node.line, node.end_line, node.end_column
+        if line < 1:
+            continue  # not written (an unannotated parameter)
+        if end_line is None or end_column is None:
+            return False
+        out.append((line, node.column, end_line, end_column))
+    return True
+
+
+def _wanted(statements: List[Statement], marked: Optional[Sequence[int]]) -> List[Statement]:
+    """The statements whose lines include a marked line (all when `marked` is None)."""
+    if marked is None:
+        return statements
+    out = []
+    count = len(marked)
+    for st in statements:
+        first, last = st.line, st.end_line
+        if last is None or first < 1 or isinstance(st, Decorator):
+            if _touches(st, marked):
+                out.append(st)
+            continue
+        i = bisect.bisect_left(marked, first)
+        if i < count and marked[i] <= last:
+            out.append(st)
+    return out
+
+
+def _wanted_in(block: Block, marked: Optional[Sequence[int]]) -> List[Statement]:
+    """_wanted of a block's statements.  A block spans its statements as parsed
+    (the statements the rewrite passes insert write no type): without a marked
+    line in that span, none of them is walked (most function bodies)."""
+    if marked is not None and block.end_line is not None and block.line >= 1:
+        i = bisect.bisect_left(marked, block.line)
+        if i == len(marked) or marked[i] > block.end_line:
+            return []
+    return _wanted(block.body, marked)
 
 
 def typevar_types(value: Any) -> List[Any]:

@@ -129,10 +129,23 @@ def analysis_owner(ctx: AnalyzeTypeContext) -> object:
     return getattr(getattr(ctx.api, "api", None), "cur_mod_node", None)
 
 
-def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str) -> Type:
-    api = ctx.api
-    literal = LiteralType(canonical, fallback=api.named_type("builtins.str", []))
-    return api.named_type(CARRIER, [literal])
+_ANALYZER_CARRIER_INFOS = _Infos()
+
+
+def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str, owner: object = None) -> Type:
+    """The carrier of `canonical`; `owner` is analysis_owner(ctx) when the
+    caller has it (the classes are looked up once per owner, each type is
+    built anew, as named_type builds it)."""
+    infos = _ANALYZER_CARRIER_INFOS
+    if owner is None:
+        owner = analysis_owner(ctx)
+    if owner is None or owner is not infos.owner:
+        infos.owner = None  # stays unset if a lookup fails
+        api = ctx.api
+        infos.str = api.named_type("builtins.str", []).type
+        infos.carrier = api.named_type(CARRIER, [AnyType(TypeOfAny.special_form)]).type
+        infos.owner = owner
+    return Instance(infos.carrier, [LiteralType(canonical, Instance(infos.str, []))])  # fallback: positional
 
 
 def carrier_in_checker(api: Any, canonical: str) -> Type:

@@ -66,15 +66,25 @@ def _leads_module(stmt: Statement) -> bool:
     return isinstance(stmt, ImportFrom) and stmt.id == "__future__"
 
 
-def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[str]]] = None) -> None:
+def route_declared_values(
+    tree: Any,
+    untyped: Optional[Callable[[str], Optional[str]]] = None,
+    raw_writes: bool = True,
+    spmd_types: bool = True,
+    configured: bool = True,
+) -> None:
     """Rewrite returns and annotated assignments of `tree` (route_declared), and,
     given `untyped`, the calls whose callee it names (wrap_untyped_calls).
 
-    The import of the stub goes in first, so that a rewrite interrupted by an
-    unexpected node never leaves a call to an unbound name."""
+    The other passes run unless the caller knows from the file's bytes that
+    they find nothing: `raw_writes` (the file names torch.distributed),
+    `spmd_types` (it imports spmd_types), `configured` (it writes
+    `configurations`).  The import of the stub goes in first, so that a
+    rewrite interrupted by an unexpected node never leaves a call to an
+    unbound name."""
     if not isinstance(tree, MypyFile) or tree.is_stub or not tree.defs:
         return
-    if not any(isinstance(d, Import) and (PHANTOM_MODULE, PHANTOM_ALIAS) in d.ids for d in tree.defs):
+    if not _imports_phantom(tree):
         imp = Import([(PHANTOM_MODULE, PHANTOM_ALIAS)])
         at = 0
         while at < len(tree.defs) and _leads_module(tree.defs[at]):
@@ -84,21 +94,38 @@ def route_declared_values(tree: Any, untyped: Optional[Callable[[str], Optional[
         tree.defs.insert(at, imp)
         tree.imports.append(imp)
     route_declared(tree.defs)
-    _refine_asserts(tree)
-    retype_raw_writes(tree)
+    if spmd_types:
+        _refine_asserts(tree)
+    if raw_writes:
+        retype_raw_writes(tree)
     if untyped is not None:
         _wrap_untyped_calls(tree, tree, untyped)
-    mark_configured(tree.defs)
+    if configured:
+        mark_configured(tree.defs)
     _ROUTED[tree.path] = (tree, None)
+
+
+def _imports_phantom(tree: MypyFile) -> bool:
+    """Whether the module's top level imports the stub as the rewrites call it
+    (every import is in tree.imports: a look there first, most trees have none)."""
+    ids = (PHANTOM_MODULE, PHANTOM_ALIAS)
+    for imports in (tree.imports, tree.defs):
+        for d in imports:
+            if isinstance(d, Import) and ids in d.ids:
+                break
+        else:
+            return False
+    return True
 
 
 def routed_in_analyzer(ctx: AnalyzeTypeContext) -> bool:
     """Whether the tree being analysed is routed whole already (route_in_analyzer
     has nothing to do): the check before any other work, as hooks fire per Tensor."""
-    return _routed_whole(getattr(getattr(ctx.api, "api", None), "cur_mod_node", None))
+    return routed_whole(getattr(getattr(ctx.api, "api", None), "cur_mod_node", None))
 
 
-def _routed_whole(tree: object) -> bool:
+def routed_whole(tree: object) -> bool:
+    """Whether `tree` (analysis_owner's) is routed whole already."""
     done = _ROUTED.get(getattr(tree, "path", ""))
     return done is not None and done[0] is tree and done[1] is None
 
@@ -118,7 +145,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
     tree = getattr(sem, "cur_mod_node", None)
     if sem is None or not isinstance(tree, MypyFile) or tree.is_stub:
         return
-    if _routed_whole(tree):
+    if routed_whole(tree):
         return  # the whole tree is routed already
     if PHANTOM_ALIAS not in tree.names:
         phantom = sem.modules.get(PHANTOM_MODULE)

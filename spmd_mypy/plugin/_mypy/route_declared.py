@@ -15,10 +15,20 @@ import of the stub it needs, is rewrites.py's work."""
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import Dict, List, Optional
 
-from mypy.nodes import AssignmentStmt, ClassDef, Decorator, FuncDef, NameExpr, OverloadedFuncDef, ReturnStmt, Statement
-from mypy.types import CallableType, Type
+from mypy.nodes import (
+    AssignmentStmt,
+    ClassDef,
+    Decorator,
+    ExpressionStmt,
+    FuncDef,
+    NameExpr,
+    OverloadedFuncDef,
+    ReturnStmt,
+    Statement,
+)
+from mypy.types import CallableType, Type, UnboundType
 
 from .tree import ASSIGNED, RETURNED, sub_blocks, wrap_in_phantom
 
@@ -38,8 +48,34 @@ def _may_hold_tensor(annotation: Optional[Type]) -> bool:
     is a builtin or typing name that cannot hold a tensor."""
     if annotation is None:
         return False
+    if isinstance(annotation, UnboundType):
+        # its text is its name, `?` and its arguments (`Annotated?[...]`,
+        # `None?`): mostly the answer without printing it
+        verdict = _NAME_VERDICTS.get(annotation.name)
+        if verdict is None:
+            verdict = _name_verdict(annotation.name)
+        if verdict == _HOLDS or (verdict == _HOLDS_NOT and not annotation.args):
+            return verdict == _HOLDS
     names = set(_IDENT.findall(str(annotation)))
     return not names <= _NOT_TENSOR_NAMES
+
+
+_HOLDS, _HOLDS_NOT, _READ = 1, 0, -1
+_NAME_VERDICTS: Dict[str, int] = {}  # an annotation's name -> what it says (_name_verdict)
+
+
+def _name_verdict(name: str) -> int:
+    """_HOLDS: a name in `name` may hold a tensor; _HOLDS_NOT: none of them
+    does (the answer if the annotation has no arguments); _READ: not known
+    from the name alone (not plain identifiers)."""
+    parts = name.split(".")
+    if not name.isascii() or not all(p.isidentifier() for p in parts):
+        verdict = _READ
+    else:
+        verdict = _HOLDS_NOT if _NOT_TENSOR_NAMES.issuperset(parts) else _HOLDS
+    if len(_NAME_VERDICTS) < 4096:
+        _NAME_VERDICTS[name] = verdict
+    return verdict
 
 
 def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool) -> None:
@@ -48,6 +84,9 @@ def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool) 
     Module-level assignments are left to mypy: the module's top level may be
     analysed before any hook could rewrite it (see rewrites.route_in_analyzer)."""
     for stmt in stmts:
+        kind = type(stmt)
+        if kind is ExpressionStmt or kind is AssignmentStmt and stmt.unanalyzed_type is None:  # type: ignore[attr-defined]
+            continue  # the most common statements: nothing to route, no block inside
         if isinstance(stmt, ReturnStmt):
             if wrap_returns and stmt.expr is not None:
                 stmt.expr = wrap_in_phantom(stmt.expr, RETURNED)
@@ -66,7 +105,9 @@ def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool) 
             _route_function(stmt)
         elif isinstance(stmt, ClassDef):
             for inner in stmt.defs.body:  # class-body assignments are attributes
-                if isinstance(inner, (FuncDef, Decorator, OverloadedFuncDef, ClassDef)):
+                if isinstance(inner, (FuncDef, Decorator, OverloadedFuncDef)):
+                    _route_function(inner)
+                elif isinstance(inner, ClassDef):
                     _route_block([inner], False, False)
         else:
             for block in sub_blocks(stmt):
