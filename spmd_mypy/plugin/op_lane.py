@@ -17,7 +17,7 @@ a factory or random op, code in a global or configured scope.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from ..vocab.contractions import TRANSPOSES, transposed_dim
 from ..vocab.localtype import V, Shard, local_kind
@@ -66,7 +66,8 @@ def quick_lane(name: str, cls: str, namespace: str, receiver: bool) -> Optional[
         if texts is None:
             return None
         api = ctx.api
-        if not plain_local_code(api):
+        here = _here(api)
+        if not here.plain or _mypy.FLAG_NAMES:
             return None
         _mypy.restore_parameters(api)  # h = h + r in a function generic in a layout
         if plain_key:
@@ -89,9 +90,33 @@ def quick_lane(name: str, cls: str, namespace: str, receiver: bool) -> Optional[
                     return None  # a rule broken, or no type: the general path reports and types it
                 found = _keep(_SHARED, shared, spmd.canonical())
             _keep(answers, key, found)
-        return _mypy.carrier_in_checker(api, found)
+        made = here.carriers.get(found)
+        if made is None:
+            made = here.carriers[found] = _mypy.carrier_in_checker(api, found)
+        return made
 
     return lane
+
+
+class _Here(NamedTuple):
+    """What the lanes know of the file being checked, per owner (one check
+    pass over one file, _mypy.check_owner): whether its code is plain local
+    code, and the carrier types built there, by canonical string."""
+
+    owner: object
+    plain: bool
+    carriers: Dict[str, _mypy.Type]
+
+
+_HERE: List[_Here] = [_Here(None, False, {})]
+
+
+def _here(api: Any) -> _Here:
+    owner = _mypy.check_owner(api)
+    here = _HERE[0]
+    if owner is not here.owner or owner is None:
+        here = _HERE[0] = _Here(owner, plain_local_code(api), {})
+    return here
 
 
 def factory_lane(name: str, namespace: str) -> Optional[Lane]:
