@@ -8,10 +8,13 @@ hand back."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from mypy.nodes import TypeInfo
 from mypy.plugin import AnalyzeTypeContext
+from mypy.subtypes import SubtypeContext, SubtypeVisitor
+from mypy.state import state
+from mypy.typestate import type_state
 from mypy.types import (
     AnyType,
     Instance,
@@ -91,7 +94,7 @@ class _Infos:
     checker builds a carrier for every typed op and the analyzer a Tensor for
     every annotation."""
 
-    __slots__ = ("owner", "str", "carrier", "tensor", "carriers")
+    __slots__ = ("owner", "str", "carrier", "tensor", "carriers", "not_awaitable")
 
     def __init__(self) -> None:
         self.owner: object = None
@@ -101,6 +104,8 @@ class _Infos:
         # canonical string -> its carrier type, built once per owner (mypy's
         # types are values: the checker shares them between expressions too)
         self.carriers: Dict[str, Type] = {}
+        # records "a carrier is no Awaitable" for mypy (checker only, see below)
+        self.not_awaitable: Optional[Callable[[Instance], None]] = None
 
 
 _CHECKER_INFOS = _Infos()
@@ -114,8 +119,35 @@ def _checker_infos(api: Any) -> _Infos:
         infos.str = api.named_generic_type("builtins.str", []).type
         infos.carrier = api.named_generic_type(CARRIER, [AnyType(TypeOfAny.special_form)]).type
         infos.carriers = {}
+        infos.not_awaitable = _not_awaitable_recorder(api, infos.carrier)
         infos.owner = owner
     return infos
+
+
+def _not_awaitable_recorder(api: Any, carrier: TypeInfo) -> Optional[Callable[[Instance], None]]:
+    """A function that tells mypy's subtype cache a carrier is no Awaitable.
+
+    For every argument it rejects -- `2.0 * x` tries float.__mul__(x) before
+    x.__rmul__ -- mypy asks whether the argument would fit once awaited
+    (check_possible_missing_await): a protocol check of the argument against
+    typing.Awaitable, answered from its negative cache when that type was
+    asked before.  A plain Tensor is asked once; each distinct carrier type
+    anew, and on Tensor that check costs about a million instructions
+    (TypeInfo.get_method scans every name of Tensor's classes for
+    "-redefinition" variants of a missing name): 70 distinct carriers were
+    1.3% of a run on the user's code.  The answer is known -- a carrier's
+    classes define no __await__ -- so it is recorded with the key mypy's own
+    check would record.  None when the carrier's classes do define one."""
+    if any("__await__" in cls.names for cls in carrier.mro):
+        return None
+    awaitable = api.named_generic_type("typing.Awaitable", [AnyType(TypeOfAny.special_form)])
+    with state.strict_optional_set(api.options.strict_optional):  # as the checker asks
+        kind = SubtypeVisitor.build_subtype_kind(SubtypeContext(options=api.options), False)
+
+    def record(made: Instance) -> None:
+        type_state.record_negative_subtype_cache_entry(kind, made, awaitable)
+
+    return record
 
 
 def check_owner(api: Any) -> object:
@@ -154,6 +186,8 @@ def carrier_in_checker(api: Any, canonical: str) -> Type:
     if made is None:
         literal = LiteralType(canonical, fallback=Instance(infos.str, []))
         made = infos.carriers[canonical] = Instance(infos.carrier, [literal])
+        if infos.not_awaitable is not None:
+            infos.not_awaitable(made)
     return made
 
 
