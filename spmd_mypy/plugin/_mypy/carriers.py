@@ -101,8 +101,9 @@ class _Infos:
         self.str: Any = None
         self.carrier: Any = None
         self.tensor: Any = None
-        # canonical string -> its carrier type, built once per owner (mypy's
-        # types are values: the checker shares them between expressions too)
+        # canonical string -> its carrier type (mypy's types are values: the
+        # checker shares them between expressions too); built once per run
+        # in the checker, while the classes they are built from stay the same
         self.carriers: Dict[str, Type] = {}
         # records "a carrier is no Awaitable" for mypy (checker only, see below)
         self.not_awaitable: Optional[Callable[[Instance], None]] = None
@@ -116,9 +117,11 @@ def _checker_infos(api: Any) -> _Infos:
     infos, owner = _CHECKER_INFOS, check_owner(api)
     if owner is None or owner is not infos.owner:
         infos.owner = None  # stays unset if a lookup fails
+        was = (infos.str, infos.carrier)
         infos.str = api.named_generic_type("builtins.str", []).type
         infos.carrier = api.named_generic_type(CARRIER, [AnyType(TypeOfAny.special_form)]).type
-        infos.carriers = {}
+        if was != (infos.str, infos.carrier):
+            infos.carriers = {}  # the classes changed (a daemon update): types anew
         infos.not_awaitable = _not_awaitable_recorder(api, infos.carrier)
         infos.owner = owner
     return infos
