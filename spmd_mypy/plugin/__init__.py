@@ -3,7 +3,7 @@
 Hooks, each a dictionary lookup by fullname (mypy asks hundreds of thousands
 of times per run):
 
-  Tensor in a type        reading.analyze_tensor  (Annotated[Tensor, Spmd(...)])
+  Tensor in a type        reading.tensor_hook     (Annotated[Tensor, Spmd(...)])
   ProcessGroup in a type  groups.analyze_group    (Annotated[ProcessGroup, Axis("tp")])
   configured group getters groups.hooks(settings) ([spmd_mypy] groups = ...)
   torch functions, F.*    ops.op_hook             (table-driven per-axis rules)
@@ -407,7 +407,7 @@ class SpmdPlugin(_mypy.Plugin):
         for feature in _CONFIGURED:
             feature.configure(settings)
         self._tensor_hook: Hook = guarded(
-            functools.partial(reading.analyze_tensor, settings=settings), _mypy.plain_tensor_in_analyzer
+            reading.tensor_hook(settings), _mypy.plain_tensor_in_analyzer
         )
         # Each feature module owns its table; global mode's refinements are
         # passed in where a table is built.

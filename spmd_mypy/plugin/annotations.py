@@ -227,15 +227,18 @@ class FileFacts:
     def __init__(self, key: object, data: bytes) -> None:
         self.key = key
         self.owner: object = None
-        self.uses = b"spmd" in data or b"Spmd" in data or b"SPMD" in data
-        self.untyped = b"special" in data or b"linalg" in data or b"fft" in data
-        self.global_code = b"global_spmd" in data  # @global_spmd scopes (global_scopes.py)
-        self.raw_dist = b"distributed" in data  # raw torch.distributed calls (_mypy.retype_raw_writes)
-        self.comms = b"reveal_comms" in data  # spmd.reveal_comms (comm_sites.note_file)
-        self.spmd_types = b"spmd_types" in data  # imports of spmd_types (_mypy.refine_asserts)
-        self.configured = b"configurations" in data  # @spmd.configurations (_mypy.mark_configured)
+        # bytes.find, not `in`: `in` on bytes first tries its operand as an int
+        # (a TypeError built and cleared: ~1K instructions per test)
+        find = data.find
+        self.uses = find(b"spmd") >= 0 or find(b"Spmd") >= 0 or find(b"SPMD") >= 0
+        self.untyped = find(b"special") >= 0 or find(b"linalg") >= 0 or find(b"fft") >= 0
+        self.global_code = find(b"global_spmd") >= 0  # @global_spmd scopes (global_scopes.py)
+        self.raw_dist = find(b"distributed") >= 0  # raw torch.distributed calls (_mypy.retype_raw_writes)
+        self.comms = find(b"reveal_comms") >= 0  # spmd.reveal_comms (comm_sites.note_file)
+        self.spmd_types = find(b"spmd_types") >= 0  # imports of spmd_types (_mypy.refine_asserts)
+        self.configured = find(b"configurations") >= 0  # @spmd.configurations (_mypy.mark_configured)
         # the cheap pre-filter: most files never mention Spmd, and have no index
-        has_meta = b"Spmd" in data or b"Axis(" in data  # tensors, or groups (groups.py)
+        has_meta = find(b"Spmd") >= 0 or find(b"Axis(") >= 0  # tensors, or groups (groups.py)
         self.data: Optional[bytes] = data if has_meta else None
         self.built: Optional[Dict[Pos, Meta]] = None if has_meta else {}
 
@@ -378,10 +381,10 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
             raw = lines[line - 1][col:end_col]
         else:
             raw = b"\n".join([lines[line - 1][col:], *lines[line:end_line - 1], lines[end_line - 1][:end_col]])
-        if b"Annotated" not in raw:
-            continue
-        found = snippets.get(raw, missing)
+        found = snippets.get(raw, missing)  # texts that write Annotated, seen before
         if found is missing:
+            if raw.find(b"Annotated") < 0:  # find: see FileFacts
+                continue
             found = _snippet(raw)
         if found is None:
             return None

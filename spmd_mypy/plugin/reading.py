@@ -12,6 +12,8 @@ nn.Module parameter, accept any Tensor: parameters.py.)
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ..vocab.localtype import V, grad_type
 from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
@@ -80,8 +82,20 @@ def check_global(spmd: Spmd, path: object, line: int, owner: object) -> None:
             )
 
 
-def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.Type:
+def tensor_hook(settings: Settings) -> Callable[[_mypy.AnalyzeTypeContext], _mypy.Type]:
+    """The type-analyze hook of `Tensor` (analyze_tensor) under `settings`:
+    a closure, as mypy calls it for every Tensor of every annotation."""
+    checks = bool(settings.mesh or settings.axes)  # else check_axes finds nothing
+
+    def hook(ctx: _mypy.AnalyzeTypeContext) -> _mypy.Type:
+        return analyze_tensor(ctx, settings, checks)
+
+    return hook
+
+
+def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings, checks: bool = True) -> _mypy.Type:
     """The type of a `Tensor` in an annotation: its carrier if an Spmd(...) sits with it.
+    `checks`: whether the settings configure axes or mesh sizes (check_axes).
 
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
@@ -104,7 +118,8 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings) -> _mypy.T
         spmd = decode_annotation(meta, _mypy.analyzer_lookup(ctx))
         if spmd is None:
             return _mypy.plain_tensor_in_analyzer(ctx, tree)
-        check_axes(spmd, settings)
+        if checks:
+            check_axes(spmd, settings)
         if facts.global_code:  # else the file has no global code (global_scopes.py)
             check_global(spmd, getattr(tree, "path", None), ctx.context.line, tree)
     except AnnotationError as e:

@@ -298,3 +298,36 @@ def test_daemon_reads_an_annotation_again_when_a_name_in_it_changes_meaning(tmp_
         assert "Malformed SPMD annotation" in third.stdout, third.stdout + third.stderr
     finally:
         _run(dmypy + ["stop"], proj)
+
+
+TWICE = '''\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, V, R
+
+
+def f(x: Annotated[Tensor, Spmd(tp=V)], y: Annotated[Tensor, Spmd(tp=V)]) -> None:
+    reveal_type(x)
+    reveal_type(y)
+'''
+
+
+def test_daemon_builds_the_carriers_of_an_edited_file_anew(tmp_path: Path) -> None:
+    # The analyzer builds a carrier's literal once per tree and text
+    # (_mypy.carrier_in_analyzer): both annotations read the same, and an
+    # edit of one of them changes its type only.
+    proj = _project(tmp_path)
+    (proj / "model.py").write_text(TWICE)
+    dmypy = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(proj / ".dmypy.json")]
+    run = dmypy + ["run", "--", "--config-file", "mypy.ini", "--cache-dir", ".cache", "model.py"]
+    try:
+        first = _run(run, proj)
+        notes = [line for line in first.stdout.splitlines() if "Revealed type" in line]
+        assert len(notes) == 2 and all("Literal['tp=V']" in n for n in notes), first.stdout + first.stderr
+        _edit(proj / "model.py", TWICE.replace("y: Annotated[Tensor, Spmd(tp=V)]", "y: Annotated[Tensor, Spmd(tp=R)]"))
+        second = _run(run, proj)
+        notes = [line for line in second.stdout.splitlines() if "Revealed type" in line]
+        assert len(notes) == 2, second.stdout + second.stderr
+        assert "Literal['tp=V']" in notes[0] and "Literal['tp=R']" in notes[1], second.stdout
+    finally:
+        _run(dmypy + ["stop"], proj)

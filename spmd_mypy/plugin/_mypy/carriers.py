@@ -103,8 +103,9 @@ class _Infos:
         self.tensor: Any = None
         # canonical string -> its carrier type (mypy's types are values: the
         # checker shares them between expressions too); built once per run
-        # in the checker, while the classes they are built from stay the same
-        self.carriers: Dict[str, Type] = {}
+        # in the checker, while the classes they are built from stay the
+        # same; in the analyzer, the carrier's type arguments, per tree
+        self.carriers: Dict[str, Any] = {}
         # records "a carrier is no Awaitable" for mypy (checker only, see below)
         self.not_awaitable: Optional[Callable[[Instance], None]] = None
 
@@ -169,8 +170,10 @@ _ANALYZER_CARRIER_INFOS = _Infos()
 
 def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str, owner: object = None) -> Type:
     """The carrier of `canonical`; `owner` is analysis_owner(ctx) when the
-    caller has it (the classes are looked up once per owner, each type is
-    built anew, as named_type builds it)."""
+    caller has it.  The classes are looked up once per owner; each carrier is
+    a new Instance, as named_type builds it, whose argument -- the literal,
+    a value no pass of mypy's changes -- is built once per owner and text
+    (an annotation costs one type built, not three)."""
     infos = _ANALYZER_CARRIER_INFOS
     if owner is None:
         owner = analysis_owner(ctx)
@@ -179,8 +182,12 @@ def carrier_in_analyzer(ctx: AnalyzeTypeContext, canonical: str, owner: object =
         api = ctx.api
         infos.str = api.named_type("builtins.str", []).type
         infos.carrier = api.named_type(CARRIER, [AnyType(TypeOfAny.special_form)]).type
+        infos.carriers = {}
         infos.owner = owner
-    return Instance(infos.carrier, [LiteralType(canonical, Instance(infos.str, []))])  # fallback: positional
+    args = infos.carriers.get(canonical)
+    if args is None:
+        args = infos.carriers[canonical] = (LiteralType(canonical, Instance(infos.str, [])),)  # fallback: positional
+    return Instance(infos.carrier, args)
 
 
 def carrier_in_checker(api: Any, canonical: str) -> Type:
