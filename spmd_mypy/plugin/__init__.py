@@ -53,6 +53,7 @@ torch.
 from __future__ import annotations
 
 import functools
+import importlib
 import hashlib
 import os
 from pathlib import Path
@@ -265,96 +266,38 @@ def _configured(module: Any) -> Any:
     return module
 
 
-def _gradsync() -> Dict[str, Hook]:
-    from . import gradsync
+def _feature(module: str, table: str = "HOOKS", configured: bool = False) -> Tables:
+    """The loader of one feature's hook table: imports the plugin's module
+    `module` (configured with the settings when `configured`) and returns
+    its attribute `table`."""
 
-    return gradsync.HOOKS
+    def tables() -> Dict[str, Hook]:
+        loaded = importlib.import_module(f"{__name__}.{module}")
+        return getattr(_configured(loaded) if configured else loaded, table)
 
-
-def _pipeline() -> Dict[str, Hook]:
-    from . import pipeline
-
-    return _configured(pipeline).HOOKS
-
-
-def _megatron() -> Dict[str, Hook]:
-    from . import megatron
-
-    return megatron.HOOKS
+    return tables
 
 
-def _spmd_types() -> Dict[str, Hook]:
-    from . import spmd_types
-
-    return spmd_types.HOOKS
-
-
-def _spmd_types_regions() -> Dict[str, Hook]:
-    from . import spmd_types_regions
-
-    return spmd_types_regions.HOOKS
-
-
-def _spmd_types_methods() -> Dict[str, Hook]:
-    from . import spmd_types_regions
-
-    return spmd_types_regions.METHOD_HOOKS
-
-
-def _dtensor_functions() -> Dict[str, Hook]:
-    from . import dtensor
-
-    return _configured(dtensor).FUNCTION_HOOKS
-
-
-def _dtensor_methods() -> Dict[str, Hook]:
-    from . import dtensor
-
-    return _configured(dtensor).METHOD_HOOKS
-
-
-def _local_map() -> Dict[str, Hook]:
-    from . import local_map
-
-    return local_map.HOOKS
-
-
-def _untyped() -> Dict[str, Hook]:
-    from . import untyped
-
-    return untyped.HOOKS
-
-
-def _layout_vars() -> Dict[str, Hook]:
-    from . import layout_vars
-
-    return layout_vars.HOOKS
-
-
-def _raw_collectives() -> Dict[str, Hook]:
-    from . import raw_collectives
-
-    return raw_collectives.HOOKS
-
+_MEGATRON = _feature("megatron")  # one feature, in both tables
 
 _DTENSOR_PREFIX = "torch.distributed.tensor."
 # (prefixes, tables) of the function and method hook tables' features
 FUNCTION_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
-    (("spmd_mypy.runtime.gradsync.",), _gradsync),
-    (("spmd_mypy.runtime.pipeline.",), _pipeline),
-    (("megatron.",), _megatron),
-    (("spmd_types.",), _spmd_types),
-    (("spmd_types.",), _spmd_types_regions),
-    ((_DTENSOR_PREFIX,), _dtensor_functions),
-    (("spmd_mypy.runtime.global_ops.local_map", "spmd_mypy.runtime.trusted."), _local_map),
-    (("spmd_mypy.runtime.api.assert_like",), _layout_vars),
-    ((_mypy.UNTYPED,), _untyped),
-    ((_mypy.RAW_WRITE,), _raw_collectives),
+    (("spmd_mypy.runtime.gradsync.",), _feature("gradsync")),
+    (("spmd_mypy.runtime.pipeline.",), _feature("pipeline", configured=True)),
+    (("megatron.",), _MEGATRON),
+    (("spmd_types.",), _feature("spmd_types")),
+    (("spmd_types.",), _feature("spmd_types_regions")),
+    ((_DTENSOR_PREFIX,), _feature("dtensor", "FUNCTION_HOOKS", configured=True)),
+    (("spmd_mypy.runtime.global_ops.local_map", "spmd_mypy.runtime.trusted."), _feature("local_map")),
+    (("spmd_mypy.runtime.api.assert_like",), _feature("layout_vars")),
+    ((_mypy.UNTYPED,), _feature("untyped")),
+    ((_mypy.RAW_WRITE,), _feature("raw_collectives")),
 )
 METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
-    (("megatron.",), _megatron),
-    (("spmd_types.",), _spmd_types_methods),
-    ((_DTENSOR_PREFIX, "spmd_phantom.dtensor."), _dtensor_methods),
+    (("megatron.",), _MEGATRON),
+    (("spmd_types.",), _feature("spmd_types_regions", "METHOD_HOOKS")),
+    ((_DTENSOR_PREFIX, "spmd_phantom.dtensor."), _feature("dtensor", "METHOD_HOOKS", configured=True)),
 )
 
 
