@@ -78,13 +78,19 @@ def guarded(fn: Hook[T], fallback: Hook[T]) -> Hook[T]:
             try:
                 return fn(ctx)
             except Exception as exc:
-                if STRICT:
-                    raise
-                report_skipped(ctx, fn, exc)
-                return fallback(ctx)
+                return _skipped(fn, fallback, ctx, exc)
         return _marked(fn, fallback, ctx)
 
     return hook
+
+
+def _skipped(fn: Hook[T], fallback: Hook[T], ctx: Any, exc: Exception) -> T:
+    """A hook that raised `exc`: re-raised in strict mode, else reported as a
+    skipped check and answered by `fallback`."""
+    if STRICT:
+        raise exc
+    report_skipped(ctx, fn, exc)
+    return fallback(ctx)
 
 
 def _marked(fn: Hook[T], fallback: Hook[T], ctx: Any) -> T:
@@ -96,10 +102,7 @@ def _marked(fn: Hook[T], fallback: Hook[T], ctx: Any) -> T:
     try:
         return fn(ctx)
     except Exception as exc:
-        if STRICT:
-            raise
-        report_skipped(ctx, fn, exc)
-        return fallback(ctx)
+        return _skipped(fn, fallback, ctx, exc)
     finally:
         if vocabulary is not None:
             _mypy.reword_since(mark, _CODES, _reworded(vocabulary))
