@@ -18,7 +18,12 @@ from torch.distributed import ProcessGroup
 _S_co = TypeVar("_S_co", covariant=True)
 _T = TypeVar("_T")
 
-class SpmdTensor(Tensor, Generic[_S_co]): ...
+class SpmdTensor(Tensor, Generic[_S_co]):
+    # Its own constructor, never called: mypy types an alias of a carrier
+    # (`Act = Annotated[Tensor, Spmd(tp=V)]`) as its class object applied to
+    # the Literal argument, which over Tensor's overloaded __init__ cost about
+    # 100K instructions per alias (bench/HISTORY.md).
+    def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
 _M_co = TypeVar("_M_co", bound=Module, covariant=True)
 
