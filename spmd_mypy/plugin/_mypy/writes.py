@@ -6,13 +6,11 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from mypy.nodes import (
-    ARG_POS,
     ConditionalExpr,
     AssignmentStmt,
     CallExpr,
     Context,
     Expression,
-    FuncDef,
     MemberExpr,
     RefExpr,
     Statement,
@@ -24,14 +22,19 @@ from .tree import inner_blocks
 
 
 class _WrittenValues:
-    """lvalue -> rvalue of the member assignments (`self.w = e`) of the file
-    the checker is on, indexed on the first write a hook asks about."""
+    """lvalue -> rvalue of the member assignments (`self.w = e`) of the
+    function the checker is in (of the whole file when a write is not found
+    there, or at module level), indexed on the first write a hook asks about
+    in it: most writes are in a short __init__, so the rest of the file is
+    not walked."""
 
-    __slots__ = ("owner", "values")
+    __slots__ = ("owner", "scope", "values", "whole")
 
     def __init__(self) -> None:
         self.owner: object = None
+        self.scope: object = None  # the function indexed (None: the whole file)
         self.values: Dict[int, Expression] = {}
+        self.whole = False
 
 
 _WRITTEN = _WrittenValues()
@@ -53,14 +56,21 @@ def written_value(api: Any, lvalue: Context) -> Optional[Expression]:
     """The value assigned to the member expression `lvalue` in a plain
     assignment (None for `+=`, tuple targets and other writes)."""
     owner = check_owner(api)
-    if owner is None or owner is not _WRITTEN.owner:
-        _WRITTEN.owner, _WRITTEN.values = None, {}
-        tree = getattr(api, "tree", None)
-        if tree is None:
-            return None
-        _index_member_assignments(tree.defs, _WRITTEN.values)
-        _WRITTEN.owner = owner
-    return _WRITTEN.values.get(id(lvalue))
+    tree = getattr(api, "tree", None)
+    if owner is None or tree is None:
+        return None
+    func = api.scope.current_function()
+    written = _WRITTEN
+    if owner is not written.owner or (func is not written.scope and not written.whole):
+        written.owner, written.scope, written.values, written.whole = None, func, {}, func is None
+        _index_member_assignments(func.body.body if func is not None else tree.defs, written.values)
+        written.owner = owner
+    found = written.values.get(id(lvalue))
+    if found is None and not written.whole:  # a write outside the function's own body
+        written.whole = True
+        _index_member_assignments(tree.defs, written.values)
+        found = written.values.get(id(lvalue))
+    return found
 
 
 # Calls whose result is a plain tensor whatever their arguments: a write of
