@@ -159,8 +159,14 @@ def _user_code(fullname: str) -> bool:
     return not fullname.startswith(_LIBRARY_PREFIXES) and fullname.partition(".")[0] not in _STDLIB
 
 
-def _signature_hook(fullname: str) -> Optional[Hook]:
+def _signature_hook(plugin: Any, fullname: str) -> Optional[Hook]:
     if fullname.startswith(_TORCH_FUNCTION_PREFIXES):
+        # only a torch function with a list of tensors among its parameters
+        # needs the hook (torch.cat, torch.stack): mypy then skips building a
+        # context and calling it on every other torch call
+        params = _mypy.declared_parameters(plugin, fullname)
+        if params is not None and not relation.relaxes_torch_parameters(params):
+            return None
         return relation.torch_signature_hook
     return relation.signature_hook if _user_code(fullname) else None
 
@@ -378,7 +384,7 @@ class SpmdPlugin(_mypy.Plugin):
             configurations.with_flag(_Deferred(METHOD_FEATURES, methods).or_build(_method_hook), configurations.flag_function),
             methods,
         )
-        self._signatures = _Hooks(_signature_hook)
+        self._signatures = _Hooks(functools.partial(_signature_hook, self))
         self._attributes = _Hooks(configurations.with_flag(_attribute_hook, configurations.flag_attribute), _disjoint(dict(modules.ATTRIBUTE_HOOKS), dict(group_attributes)))
         group_hook = guarded(functools.partial(groups.analyze_group, settings=settings), _mypy.plain_group_in_analyzer)
         self._types = _Hooks(

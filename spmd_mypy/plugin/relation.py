@@ -322,6 +322,12 @@ _RELAXED: ByParameters = {}  # torch signatures -> relaxed types (None: unchange
 _UNCHANGED: Dict[int, _mypy.CallableType] = {}
 
 
+def relaxes_torch_parameters(params: List[_mypy.Type]) -> bool:
+    """Whether torch_signature_hook changes a signature with these parameter
+    types: one holds a list or dict of tensors (torch.cat's)."""
+    return any(_mypy.relaxes_plain(t) for t in params)
+
+
 def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
     """torch.cat(parts) with parts a list of carriers: lists are invariant, so
     list[Tensor] parameters become Sequence[Tensor]."""
@@ -331,7 +337,7 @@ def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
     api = ctx.api
 
     def relax(params: List[_mypy.Type]) -> Optional[List[_mypy.Type]]:
-        if not any(_mypy.has_tensor_deep(t) and not _mypy.is_tensor(t) for t in params):
+        if not relaxes_torch_parameters(params):
             return None  # most torch signatures: no list of tensors
         relaxed = [_mypy.relax_tensors(api, t) for t in params]
         return None if relaxed == params else relaxed

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import CallExpr, Context, Expression, RefExpr, TypeInfo
+from mypy.nodes import CallExpr, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, RefExpr, TypeInfo
 from mypy.plugin import FunctionContext
 from mypy.typeops import bind_self
-from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, get_proper_type
+from mypy.types import CallableType, FunctionLike, Instance, Overloaded, Type, TypeType, get_proper_type
 
 
 def error_code(code: str, description: str) -> ErrorCode:
@@ -198,3 +198,21 @@ def untyped_call(ctx: Any) -> Optional[Tuple[str, CallExpr]]:
     if not isinstance(inner, CallExpr) or not isinstance(inner.callee, RefExpr):
         return None
     return inner.callee.fullname, inner
+
+
+def declared_parameters(plugin: Any, fullname: str) -> Optional[List[Type]]:
+    """The parameter types of the function `fullname`, of every item of an
+    overloaded one; None when it is not known (not loaded, not a function,
+    its type not analysed)."""
+    sym = plugin.lookup_fully_qualified(fullname)
+    node = sym.node if sym is not None else None
+    if isinstance(node, Decorator):
+        node = node.func
+    if not isinstance(node, (FuncDef, OverloadedFuncDef)):
+        return None
+    typ = get_proper_type(node.type) if node.type is not None else None
+    if isinstance(typ, CallableType):
+        return list(typ.arg_types)
+    if isinstance(typ, Overloaded):
+        return [t for item in typ.items for t in item.arg_types]
+    return None

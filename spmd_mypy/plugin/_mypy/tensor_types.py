@@ -121,6 +121,17 @@ def relax_tensors(api: Any, typ: Type) -> Type:
     return typ
 
 
+def relaxes_plain(typ: Type) -> bool:
+    """Whether relax_tensors changes a type that holds no carrier (a library
+    signature's): only a list or dict of tensors, somewhere inside, does."""
+    p = get_proper_type(typ)
+    if isinstance(p, (UnionType, TupleType)):
+        return any(relaxes_plain(t) for t in p.items)
+    if isinstance(p, Instance) and p.args and has_tensor_deep(p):
+        return p.type.fullname in _COVARIANT or any(relaxes_plain(t) for t in p.args)
+    return False
+
+
 def tensor_pairs(got: Type, want: Type) -> Optional[List[Tuple[Type, Type]]]:
     """Match a value's type against a declared type that holds tensors.
 
