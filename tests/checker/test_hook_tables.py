@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import List, Optional
 
+import pytest
 from mypy.options import Options
 
 from spmd_mypy.plugin import ASK_AGAIN, FUNCTION_FEATURES, METHOD_FEATURES, SpmdPlugin, _Hooks
@@ -127,3 +129,29 @@ def test_the_mypy_package_binds_every_name_it_exports_and_keeps_the_fast_path() 
     _mypy.load(*_mypy._FEATURE_NAMES)
     assert [n for n in _mypy.__all__ if not hasattr(_mypy, n)] == []
     assert "__getattr__" not in vars(_mypy)
+
+
+def test_a_torch_function_without_a_list_of_tensors_gets_no_signature_hook(
+    tmp_path: Path, pytestconfig: pytest.Config
+) -> None:
+    """The signature hook of a torch function is decided from its declared
+    parameters once mypy has loaded torch: torch.cat's list of tensors needs
+    it (lists are invariant), torch.exp's do not; before any build hands the
+    plugin its modules, the hook is kept."""
+    from mypy import build
+    from mypy.modulefinder import BuildSource
+
+    plugin = _plugin(tmp_path)
+    assert plugin.get_function_signature_hook("torch._C._VariableFunctions.exp") is not None  # not loaded: kept
+    source = tmp_path / "m.py"
+    # new on every run (a fresh m would leave torch's trees unloaded), and
+    # calling the two functions, so that mypy loads where they are defined
+    source.write_text(f"import torch\ntorch.cat([torch.exp(torch.zeros(1))])  # {uuid.uuid4().hex}\n")
+    options = Options()
+    store = getattr(pytestconfig, "cache", None)  # the checkout's own: torch analysed once
+    options.cache_dir = str(store.mkdir("spmd-hook-tables-mypy-cache") if store is not None else tmp_path / "cache")
+    result = build.build([BuildSource(str(source), "m")], options)
+    plugin = _plugin(tmp_path)
+    plugin.set_modules(result.manager.modules)
+    assert plugin.get_function_signature_hook("torch._C._VariableFunctions.cat") is not None
+    assert plugin.get_function_signature_hook("torch._C._VariableFunctions.exp") is None

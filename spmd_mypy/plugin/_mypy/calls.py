@@ -203,7 +203,9 @@ def untyped_call(ctx: Any) -> Optional[Tuple[str, CallExpr]]:
 def declared_parameters(plugin: Any, fullname: str) -> Optional[List[Type]]:
     """The parameter types of the function `fullname`, of every item of an
     overloaded one; None when it is not known (not loaded, not a function,
-    its type not analysed)."""
+    its type not analysed, or no build has handed the plugin its modules)."""
+    if getattr(plugin, "_modules", None) is None:
+        return None  # mypy's lookup_fully_qualified would assert
     sym = plugin.lookup_fully_qualified(fullname)
     node = sym.node if sym is not None else None
     if isinstance(node, Decorator):
