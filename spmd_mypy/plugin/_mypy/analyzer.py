@@ -123,15 +123,16 @@ def alias_holding_carrier(plugin: Any, fullname: str) -> Optional[bool]:
     """Is `fullname` a non-generic type alias of a type that holds a carrier
     (`Act = Annotated[Tensor, Spmd(tp=V)]`)?  None: not known yet (its module
     is not analysed, or its target is not ready)."""
-    return _is_carrier_alias(_node_of(plugin, fullname))
+    return _is_carrier_alias(node_of(plugin, fullname))
 
 
-def _node_of(plugin: Any, fullname: str) -> Any:
-    try:
-        sym = plugin.lookup_fully_qualified(fullname)
-    except Exception:
+def node_of(plugin: Any, fullname: str) -> Any:
+    """The node the name `fullname` stands for, None when it is not found or
+    no build has handed the plugin its modules yet (mypy's lookup would
+    assert).  An unexpected error propagates to the caller's guard."""
+    if getattr(plugin, "_modules", None) is None:
         return None
-    return getattr(sym, "node", None)
+    return getattr(plugin.lookup_fully_qualified(fullname), "node", None)
 
 
 def _is_carrier_alias(node: Any) -> Optional[bool]:
@@ -169,7 +170,7 @@ def alias_reference(plugin: Any, ctx: AnalyzeTypeContext, fullname: str) -> Opti
     the plugin it expands none).  Other aliases stay aliases.  Either way
     the alias is recorded as used, as mypy does, so the daemon re-checks
     the users of an edited alias."""
-    node = _node_of(plugin, fullname)
+    node = node_of(plugin, fullname)
     if not _is_carrier_alias(node):
         return None
     used = getattr(ctx.api, "aliases_used", None)

@@ -12,6 +12,8 @@ from mypy.plugin import FunctionContext
 from mypy.typeops import bind_self
 from mypy.types import CallableType, FunctionLike, Instance, Overloaded, Type, TypeType, get_proper_type
 
+from .analyzer import node_of
+
 
 def error_code(code: str, description: str) -> ErrorCode:
     return ErrorCode(code, description, "SPMD")
@@ -204,10 +206,7 @@ def declared_parameters(plugin: Any, fullname: str) -> Optional[List[Type]]:
     """The parameter types of the function `fullname`, of every item of an
     overloaded one; None when it is not known (not loaded, not a function,
     its type not analysed, or no build has handed the plugin its modules)."""
-    if getattr(plugin, "_modules", None) is None:
-        return None  # mypy's lookup_fully_qualified would assert
-    sym = plugin.lookup_fully_qualified(fullname)
-    node = sym.node if sym is not None else None
+    node = node_of(plugin, fullname)
     if isinstance(node, Decorator):
         node = node.func
     if not isinstance(node, (FuncDef, OverloadedFuncDef)):
