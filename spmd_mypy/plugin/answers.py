@@ -70,7 +70,8 @@ def _file(api: Any) -> _File:
     if owner is last[0] and owner is not None:
         return last[1]
     path = _mypy.checker_path(api)
-    made = _File(owner, not scopes_for(path, owner), mentions_spmd(path, owner))
+    tree = _mypy.checked_tree(api)  # the facts of the bytes mypy checks: no stat
+    made = _File(owner, not scopes_for(path, tree), mentions_spmd(path, tree))
     last[0], last[1] = owner, made
     return made
 

@@ -94,10 +94,11 @@ def scope_of(ctx: Any) -> Optional[Scope]:
     if owner is _WITHOUT_SCOPES[0] and owner is not None:
         return None  # asked per op: most files have no global scope at all
     path = _mypy.checker_path(ctx.api)
-    if not scopes_for(path, owner):
+    tree = _mypy.checked_tree(ctx.api)  # the facts of the bytes mypy checks: no stat
+    if not scopes_for(path, tree):
         _WITHOUT_SCOPES[0] = owner  # one pass over one file: the answer stands while it lasts
         return None
-    axes = global_axes_at(path, getattr(ctx.context, "line", -1), owner)
+    axes = global_axes_at(path, getattr(ctx.context, "line", -1), tree)
     return None if axes is None else Scope(axes)
 
 

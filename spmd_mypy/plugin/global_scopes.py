@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Optional, Tuple
 
+from .annotations import look
 from .sourcefile import FileIndex, callee_last_name
 
 # One scope: (first line, last line, axes or None).  axes None marks a function
@@ -77,5 +78,9 @@ _SCOPES: FileIndex[Tuple[Scope, ...]] = FileIndex(
 
 
 def scopes_for(path: Optional[str], owner: object = None) -> Tuple[Scope, ...]:
-    """The global and local_map scopes of a file (cached by mtime and size)."""
+    """The global and local_map scopes of a file (cached by mtime and size);
+    a file whose bytes never name global_spmd (the look every hook's file
+    gets, annotations.FileFacts) is not read again."""
+    if not look(path, owner).global_code:
+        return ()
     return _SCOPES.of(path, owner)

@@ -160,6 +160,14 @@ def check_owner(api: Any) -> object:
     return getattr(api, "scope", None)
 
 
+def checked_tree(api: Any) -> object:
+    """The tree of the file the checker checks: an owner of the file's facts
+    (annotations.look), as the analyzer's is.  mypy parses a file anew when
+    it reads it again, so while this object is the same, so are the bytes
+    mypy checks (get_additional_deps was handed the same tree)."""
+    return getattr(api, "tree", None)
+
+
 def analysis_owner(ctx: AnalyzeTypeContext) -> object:
     """An object that lives for one parse of one file: the analyzer's tree."""
     return getattr(getattr(ctx.api, "api", None), "cur_mod_node", None)
