@@ -45,9 +45,13 @@ Lane = Callable[[Any], Optional[_mypy.Type]]
 _MAX_ANSWERS = 65536  # per op: a long daemon session drops what it no longer asks
 
 
-def quick_lane(name: str, cls: str, namespace: str, receiver: bool) -> Optional[Lane]:
-    """The lane of one op (None when its rule needs more than its operands'
-    types: products, affine, factory, random and assigning ops)."""
+def quick_lane(
+    name: str, cls: str, namespace: str, receiver: bool, otherwise: Callable[[Any], _mypy.Type]
+) -> Optional[Callable[[Any], _mypy.Type]]:
+    """The lane of one op, answering `otherwise(ctx)` where it steps aside
+    (None when its rule needs more than its operands' types: products,
+    affine, factory, random and assigning ops).  It is the op's hook itself:
+    the most frequent call of the plugin goes through no other function."""
     if cls in (FACTORY, RANDOM, ASSIGN) or name in AFFINE or contraction.is_product(name):
         return None
     scalars = name in SCALAR_OPERANDS
@@ -60,16 +64,20 @@ def quick_lane(name: str, cls: str, namespace: str, receiver: bool) -> Optional[
 
     plain_key = not (reflected or casts or transposes)
     no_grad = name in NO_GRAD_RESULTS
+    operands, owner_of, restore, flags = _mypy.simple_operands, _mypy.check_owner, _mypy.restore_parameters, _mypy.FLAG_NAMES
 
-    def lane(ctx: Any) -> Optional[_mypy.Type]:
-        texts = _mypy.simple_operands(ctx, receiver, scalars)
+    def lane(ctx: Any) -> _mypy.Type:
+        texts = operands(ctx, receiver, scalars)
         if texts is None:
-            return None
+            return otherwise(ctx)
         api = ctx.api
-        here = _here(api)
-        if not here.plain or _mypy.FLAG_NAMES:
-            return None
-        _mypy.restore_parameters(api)  # h = h + r in a function generic in a layout
+        here = _HERE[0]  # _here(api), written out
+        owner = owner_of(api)
+        if owner is not here.owner or owner is None:
+            here = _here(api)
+        if not here.plain or flags:
+            return otherwise(ctx)
+        restore(api)  # h = h + r in a function generic in a layout
         if plain_key:
             swap, dtype, dims, key = False, _NO_CAST, None, texts
         else:
@@ -87,7 +95,7 @@ def quick_lane(name: str, cls: str, namespace: str, receiver: bool) -> Optional[
             if found is None:
                 spmd = _infer(name, cls, op_cls, texts, swap, dims)
                 if spmd is None:
-                    return None  # a rule broken, or no type: the general path reports and types it
+                    return otherwise(ctx)  # a rule broken, or no type: the general path reports and types it
                 found = _keep(_SHARED, shared, spmd.canonical())
             _keep(answers, key, found)
         made = here.carriers.get(found)

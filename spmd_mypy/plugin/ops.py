@@ -59,12 +59,15 @@ def op_hook(
             default_return,
         )
     cls = op_class(name, namespace)
-    quick = quick_lane(name, cls, namespace, receiver) or factory_lane(name, namespace)
+    factory = factory_lane(name, namespace)
 
     def hook(ctx: Any) -> _mypy.Type:
-        found = quick(ctx) if quick is not None else None  # most calls (op_lane.py)
+        found = factory(ctx) if factory is not None else None  # torch.zeros(n) and the like
         if found is not None:
             return found
+        return general(ctx)
+
+    def general(ctx: Any) -> _mypy.Type:
         default = ctx.default_return_type
         if not _mypy.has_tensor(default) and not _mypy.is_any(default):
             return default  # size(), item(), dim(): not a tensor op
@@ -93,7 +96,8 @@ def op_hook(
         return typed_result(ctx, spmd, has_typed_operand(ctx, receiver))
 
     typed = remembered(compute, _restore_parameters)
-    return guarded(hook, default_return)
+    # most calls: the lane of the op answers from its operands' types (op_lane.py)
+    return guarded(quick_lane(name, cls, namespace, receiver, general) or hook, default_return)
 
 
 def _restore_parameters(ctx: Any) -> None:

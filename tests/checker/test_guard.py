@@ -70,7 +70,7 @@ def test_a_failing_hook_leaves_one_internal_note_at_its_line(
     lines: List[str] = [ln for ln in out.splitlines() if "model.py" in ln]
     assert lines == [
         "model.py:7: note: spmd-internal: spmd-mypy skipped its check here after an internal error in "
-        "ops.op_hook.<locals>.hook (RuntimeError: boom); please report it with this line"
+        "op_lane.quick_lane.<locals>.lane (RuntimeError: boom); please report it with this line"
     ], out
 
 

@@ -53,11 +53,12 @@ def simple_operands(
             cls = typ.__class__
             if cls is Instance:
                 full = typ.type.fullname
-                if full == CARRIER:
-                    text = _literal_text(typ)
-                    if text is None:
+                if full == CARRIER:  # _literal_text, written out: most operands are carriers
+                    args = typ.args
+                    arg = args[0] if args else None
+                    if arg.__class__ is not LiteralType or arg.value.__class__ is not str or "PS" in arg.value:
                         return None
-                    out.append(text)
+                    out.append(arg.value)
                     carriers = True
                 elif full in _NUMBERS:
                     if scalars:
