@@ -40,8 +40,6 @@ from .answers import plain_local_code, uses_spmd
 from .carrier import spmd_of_text
 from .op_inference import asks_for_grad, typed_quietly, without_operands
 
-Lane = Callable[[Any], Optional[_mypy.Type]]
-
 _MAX_ANSWERS = 65536  # per op: a long daemon session drops what it no longer asks
 
 
@@ -64,17 +62,18 @@ def quick_lane(
 
     plain_key = not (reflected or casts or transposes)
     no_grad = name in NO_GRAD_RESULTS
-    operands, owner_of, restore, flags = _mypy.simple_operands, _mypy.check_owner, _mypy.restore_parameters, _mypy.FLAG_NAMES
+    operands, owner_of = _mypy.simple_operands, _mypy.check_owner
+    restore, flags = _mypy.restore_parameters, _mypy.FLAG_NAMES
 
     def lane(ctx: Any) -> _mypy.Type:
         texts = operands(ctx, receiver, scalars)
         if texts is None:
             return otherwise(ctx)
         api = ctx.api
-        here = _HERE[0]  # _here(api), written out
+        here = _HERE[0]
         owner = owner_of(api)
-        if owner is not here.owner or owner is None:
-            here = _here(api)
+        if owner is not here.owner or owner is None:  # another file, or another pass over it
+            here = _renewed(api, owner)
         if not here.plain or flags:
             return otherwise(ctx)
         restore(api)  # h = h + r in a function generic in a layout
@@ -119,27 +118,29 @@ class _Here(NamedTuple):
 _HERE: List[_Here] = [_Here(None, False, {})]
 
 
-def _here(api: Any) -> _Here:
-    owner = _mypy.check_owner(api)
-    here = _HERE[0]
-    if owner is not here.owner or owner is None:
-        here = _HERE[0] = _Here(owner, plain_local_code(api), {})
+def _renewed(api: Any, owner: object) -> _Here:
+    """What the lanes know of the file the checker `api` is on, for its check owner."""
+    here = _HERE[0] = _Here(owner, plain_local_code(api), {})
     return here
 
 
-def factory_lane(name: str, namespace: str) -> Optional[Lane]:
+def factory_lane(
+    name: str, namespace: str, otherwise: Callable[[Any], _mypy.Type]
+) -> Optional[Callable[[Any], _mypy.Type]]:
     """The lane of torch.zeros / empty / randn and the like (WITHOUT_OPERANDS)
     called with no tensor among their arguments: the result's type follows
-    from the name and whether requires_grad= asks for a gradient."""
+    from the name and whether requires_grad= asks for a gradient.  Like the
+    quick lane, it is the op's hook and answers `otherwise(ctx)` where it
+    steps aside."""
     if namespace != "torch" or name not in WITHOUT_OPERANDS:
         return None
 
-    def lane(ctx: Any) -> Optional[_mypy.Type]:
+    def lane(ctx: Any) -> _mypy.Type:
         if _mypy.simple_operands(ctx, False, False, carrier_needed=False) != ():
-            return None  # a tensor among the arguments, or an argument the lane does not read
+            return otherwise(ctx)  # a tensor among the arguments, or an argument the lane does not read
         api = ctx.api
         if not plain_local_code(api):
-            return None
+            return otherwise(ctx)
         if not uses_spmd(api):
             return ctx.default_return_type  # elsewhere a factory stays a plain Tensor
         return _mypy.carrier_in_checker(api, without_operands(name, asks_for_grad(ctx)).canonical())

@@ -59,13 +59,6 @@ def op_hook(
             default_return,
         )
     cls = op_class(name, namespace)
-    factory = factory_lane(name, namespace)
-
-    def hook(ctx: Any) -> _mypy.Type:
-        found = factory(ctx) if factory is not None else None  # torch.zeros(n) and the like
-        if found is not None:
-            return found
-        return general(ctx)
 
     def general(ctx: Any) -> _mypy.Type:
         default = ctx.default_return_type
@@ -96,8 +89,10 @@ def op_hook(
         return typed_result(ctx, spmd, has_typed_operand(ctx, receiver))
 
     typed = remembered(compute, _restore_parameters)
-    # most calls: the lane of the op answers from its operands' types (op_lane.py)
-    return guarded(quick_lane(name, cls, namespace, receiver, general) or hook, default_return)
+    # most calls: the op's lane answers from its operands' types, or a
+    # factory's from its name (op_lane.py), else the general path
+    lane = quick_lane(name, cls, namespace, receiver, general) or factory_lane(name, namespace, general)
+    return guarded(lane or general, default_return)
 
 
 def _restore_parameters(ctx: Any) -> None:
