@@ -19,10 +19,10 @@ STUB = Path(__file__).resolve().parents[1] / "stubs" / "torch-spmd" / "spmd_type
 Param = Tuple[str, str, bool]  # name, kind, has a default
 
 
-def _stub_functions() -> Dict[str, List[List[Param]]]:
+def _stub_functions(stub: Path = STUB) -> Dict[str, List[List[Param]]]:
     """name -> the parameter lists of its definitions (several for overloads)."""
     out: Dict[str, List[List[Param]]] = {}
-    for node in ast.parse(STUB.read_text()).body:
+    for node in ast.parse(stub.read_text()).body:
         if not isinstance(node, ast.FunctionDef):
             continue
         a = node.args
@@ -104,3 +104,61 @@ def test_class_constructors_match() -> None:
         )
         want = [p.name for p in inspect.signature(getattr(spmd_types, cls)).parameters.values()]
         assert [a.arg for a in stub_init.args.args[1:]] + [a.arg for a in stub_init.args.kwonlyargs] == want
+
+
+# The package's public submodules: each has a stub module, so that no value
+# of the installed package's own classes reaches the user's code (torchtitan
+# imports get_partition_spec from spmd_types.runtime: its PartitionSpec must
+# be the stub's).  rulecheck is a test helper run beside a model, not imported
+# by model code; mypy reads it from the installed package.
+SUBMODULES = ("checker", "rules", "runtime", "types")
+UNSTUBBED = {"rulecheck"}
+
+
+def _source_names(path: Path) -> set:
+    """A module's own top-level names and those it imports from spmd_types
+    (not typing's or torch's), public ones only."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("spmd_types")):
+            names.update(alias.asname or alias.name for alias in node.names)
+    return {n for n in names if not n.startswith("_")}
+
+
+def test_every_public_submodule_has_a_stub() -> None:
+    installed = Path(spmd_types.__file__).parent
+    public = {p.stem for p in installed.glob("*.py") if not p.stem.startswith("_")}
+    public |= {p.name for p in installed.iterdir() if p.is_dir() and (p / "__init__.py").exists() and not p.name.startswith("_")}
+    assert public - UNSTUBBED == set(SUBMODULES)
+    missing = [m for m in SUBMODULES if not (STUB.parent / f"{m}.pyi").is_file()]
+    assert missing == [], "public submodules without a stub module"
+
+
+@pytest.mark.parametrize("module", ["runtime", "types"])
+def test_submodule_stub_has_the_installed_names(module: str) -> None:
+    import importlib
+
+    installed = importlib.import_module(f"spmd_types.{module}")
+    want = _source_names(Path(installed.__file__))
+    got = _source_names(STUB.parent / f"{module}.pyi")
+    assert want - got == set(), f"names spmd_types.{module} has that its stub lacks"
+    assert {n for n in got - want if not hasattr(installed, n)} == set(), (
+        f"names the stub of spmd_types.{module} gives that the installed module lacks"
+    )
+
+
+@pytest.mark.parametrize("module", ["runtime", "types"])
+def test_submodule_stub_signatures_match(module: str) -> None:
+    import importlib
+
+    installed = importlib.import_module(f"spmd_types.{module}")
+    declared = _stub_functions(STUB.parent / f"{module}.pyi")
+    assert declared, "the module declares helpers of its own"
+    for name, (params,) in declared.items():
+        assert params == _runtime_params(getattr(installed, name)), name
