@@ -52,10 +52,21 @@ _BOUNDARIES = (MODULE + "local_map", MODULE + "no_typecheck")
 Hook = Callable[[Any], _mypy.Type]
 
 
-def _unknown(ctx: Any) -> _mypy.Type:
+def _unknown(ctx: Any, default: Optional[_mypy.Type] = None) -> _mypy.Type:
     unknown = _mypy.unknown_carrier(ctx.api)
-    default = ctx.default_return_type
+    default = ctx.default_return_type if default is None else default
     return unknown if _mypy.is_any(default) else _mypy.replace_tensors(default, unknown)
+
+
+def _apply_default(ctx: Any) -> _mypy.Type:
+    """What `Fn.apply(...)` returns before its tensors are typed: torch types
+    apply as Any, so a forward that declares a tuple of outputs gives that
+    tuple (each output typed), else the default."""
+    default = ctx.default_return_type
+    forward = _mypy.autograd_function_forward(ctx) if _mypy.is_any(default) else None
+    if forward is not None and _mypy.tuple_items(forward.ret_type) is not None:
+        return forward.ret_type  # several outputs: typed per forward's tuple
+    return default
 
 
 def _read(ctx: Any, exprs: List[_mypy.Expression], label: str, env: Optional[Env] = None,
@@ -178,8 +189,9 @@ def _apply(ctx: Any, found: Any) -> _mypy.Type:
             merged.update(over.axes if over is not None else {})
             out = Spmd.of(merged, None, base.nograd, base.rest)
     inside = all(_mypy.expr_text(expr) == param for param, (expr, _) in env.items())  # the hook's own call
+    default = _apply_default(ctx)
     if out is None and inside:
-        return _unknown(ctx)
+        return _unknown(ctx, default)
     if out is None:
         _mypy.note(
             ctx.api,
@@ -188,9 +200,8 @@ def _apply(ctx: Any, found: Any) -> _mypy.Type:
             ctx.context,
             SPMD_ARG,
         )
-        return _unknown(ctx)
+        return _unknown(ctx, default)
     result = carrier(ctx.api, out)
-    default = ctx.default_return_type
     return result if _mypy.is_any(default) else _mypy.replace_tensors(default, result)
 
 
@@ -204,10 +215,7 @@ def _rules_apply(ctx: Any, cls: str, hook: str, steps: List[Any], forward_params
         if param is not None:
             env[param] = (expr, typ)
     value = rules.Evaluation(ctx, f"{cls}.apply: {cls}.{hook}", env).run(steps)
-    default = ctx.default_return_type
-    forward = _mypy.autograd_function_forward(ctx) if _mypy.is_any(default) else None
-    if forward is not None and _mypy.tuple_items(forward.ret_type) is not None:
-        default = forward.ret_type  # several outputs: typed per forward's tuple
+    default = _apply_default(ctx)
     typed = rules.output_type(ctx, value, default)
     if typed is None:
         _mypy.note(
@@ -217,7 +225,7 @@ def _rules_apply(ctx: Any, cls: str, hook: str, steps: List[Any], forward_params
             ctx.context,
             SPMD_ARG,
         )
-        return _unknown(ctx)
+        return _unknown(ctx, default)
     return typed
 
 

@@ -232,11 +232,12 @@ def _keyword(call: CallExpr, name: str) -> Optional[Expression]:
 
 
 def _declare_parameters(func: FuncDef, in_types: Expression, where: str, forward: bool = False) -> None:
-    if not isinstance(in_types, TupleExpr) or not func.body.body:
+    leaves = tuple_display(in_types)
+    if leaves is None or not func.body.body:
         return
     at = func.body.body[0]
     inserted: List[Statement] = []
-    for argument, leaf in zip(func.arguments, in_types.items):
+    for argument, leaf in zip(func.arguments, leaves):
         types = _leaf(leaf)
         if types is None or argument.kind == ARG_STAR:
             continue
@@ -275,21 +276,28 @@ def _declare_returns(func: FuncDef, types: List[Expression], where: str, forward
 
 def _declare_outputs(func: FuncDef, out_types: Expression, where: str) -> None:
     """A single leaf for a function returning one tensor; a tuple of leaves
-    for one returning a tuple display of as many items."""
-    single = _leaf(out_types)
+    for one returning a tuple display of as many items.  A tuple of leaves
+    returned as one expression (`return split(qkv)`) is not checked here:
+    which item is which leaf is not written at the return (callers still see
+    the declared types, as spmd_types stamps them there)."""
     found = _returns(func.body)
     tuples = [r for r in found if isinstance(_unrouted(r.expr), TupleExpr)]
-    if isinstance(out_types, TupleExpr) and tuples and len(tuples) == len(found):
+    leaves = tuple_display(out_types)
+    if leaves is not None and tuples and len(tuples) == len(found):
         for ret in tuples:
             expr = _unrouted(ret.expr)
             assert isinstance(expr, TupleExpr)
-            if len(expr.items) != len(out_types.items):
+            if len(expr.items) != len(leaves):
                 continue
-            for i, leaf in enumerate(out_types.items):
+            for i, leaf in enumerate(leaves):
                 types = _leaf(leaf)
                 if types is not None:
                     expr.items[i] = _declared(expr.items[i], types, where, expr.items[i])
-    elif single is not None:
+        return
+    if leaves is not None and (len(leaves) != 2 or not isinstance(out_types, TupleExpr)):
+        return  # several outputs (a leaf written as a tuple is a pair: types, spec)
+    single = _leaf(out_types)
+    if single is not None:
         _declare_returns(func, single, where)
 
 
@@ -569,7 +577,15 @@ def keyword_arg(call: CallExpr, name: str) -> Optional[Expression]:
 
 
 def tuple_display(expr: Expression) -> Optional[List[Expression]]:
-    return list(expr.items) if isinstance(expr, TupleExpr) else None
+    """The items of a tuple written out, or of `(a, b) * n` / `n * (a, b)`
+    with n an int literal (torchtitan's `out_types=((types, spec),) * 3`)."""
+    if isinstance(expr, TupleExpr):
+        return list(expr.items)
+    if isinstance(expr, OpExpr) and expr.op == "*":
+        for seq, count in ((expr.left, expr.right), (expr.right, expr.left)):
+            if isinstance(seq, TupleExpr) and isinstance(count, IntExpr) and 0 <= count.value <= 64:
+                return list(seq.items) * count.value
+    return None
 
 
 def none_literal(expr: Expression) -> bool:
