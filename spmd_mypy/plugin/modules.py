@@ -181,7 +181,10 @@ _TABLE_CLASSES = set(FUNCTIONAL_MODULES)
 
 def forgive_carrier_overrides(api: Any) -> None:
     """Inside a method body: if it is a forward that differs from its table
-    base's only by carriers, mypy's [override] errors for it are ignored
-    (_mypy.ignore_carrier_overrides; declared.py calls this at returns,
-    which mypy checks before the override)."""
+    base's only by carriers, or an override returning tensors of unknown
+    type where the method it overrides declares their types, mypy's
+    [override] errors for it are ignored (_mypy.ignore_carrier_overrides,
+    _mypy.ignore_unknown_result_overrides; declared.py calls this at
+    returns, which mypy checks before the override)."""
     _mypy.ignore_carrier_overrides(api, _TABLE_CLASSES, "forward")
+    _mypy.ignore_unknown_result_overrides(api)

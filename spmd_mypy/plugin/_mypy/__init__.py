@@ -139,7 +139,7 @@ from .members import (
     super_forward_owner,
     without_none,
 )
-from .overrides import ignore_carrier_overrides
+from .overrides import ignore_carrier_overrides, ignore_unknown_result_overrides
 from .reword import error_mark, reword_since
 from .group_types import (
     GROUP_CARRIER,
@@ -434,6 +434,7 @@ __all__ = [
     "super_forward_owner",
     "without_none",
     "ignore_carrier_overrides",
+    "ignore_unknown_result_overrides",
     # finals
     "alias_target",
     "final_name",

@@ -23,7 +23,7 @@ from typing import Any, List, Optional, Set
 from mypy.nodes import Decorator, FuncDef, TypeInfo
 from mypy.subtypes import is_subtype
 from mypy.typeops import bind_self
-from mypy.types import CallableType, Type, get_proper_type
+from mypy.types import CallableType, TupleType, Type, get_proper_type
 from mypy.typevars import fill_typevars
 
 from .members import holds_carrier
@@ -52,9 +52,51 @@ def ignore_carrier_overrides(api: Any, bases: Set[str], method: str) -> None:
     relaxed = override.copy_modified(arg_types=[relax_tensors(api, t) for t in override.arg_types])
     if not _compatible(relaxed, original):
         return  # wrong for a reason beyond carriers: mypy reports it
-    ignored = api.msg.errors.ignored_lines.setdefault(api.path, {})
     decorated = isinstance(getattr(info.names.get(method), "node", None), Decorator)
-    for line in _error_lines(func, decorated, override, original):
+    _ignore(api, _error_lines(func, decorated, override, original))
+
+
+def ignore_unknown_result_overrides(api: Any) -> None:
+    """In the checker, inside the body of a method: when the method it
+    overrides returns carriers (a boundary that declares its outputs, such as
+    a local_map'd forward) and this one returns tensors of unknown SPMD type
+    (plain Tensors, which the plugin accepts wherever a typed one is
+    expected), its [override] errors are ignored if the override is
+    compatible with the original's results read as plain Tensors.  Two
+    declared SPMD types that differ stay an error."""
+    func = api.scope.current_function()
+    if not isinstance(func, FuncDef) or not func.info:
+        return
+    info: TypeInfo = func.info
+    node = next((b.names[func.name] for b in info.mro[1:] if func.name in b.names), None)
+    target = node.node if node is not None else None
+    declared = target.type if isinstance(target, FuncDef) else target.var.type if isinstance(target, Decorator) else None
+    original_sig = get_proper_type(declared) if declared is not None else None
+    if not isinstance(original_sig, CallableType) or not _holds_carriers(original_sig.ret_type):
+        return  # most methods: nothing overridden, or no declared result types
+    override, original = _bound(func.type, info), _bound(original_sig, info)
+    if override is None or original is None or _holds_carriers(override.ret_type):
+        return
+    if _compatible(override, original):
+        return
+    relaxed = original.copy_modified(ret_type=relax_tensors(api, original.ret_type))
+    if not _compatible(override, relaxed):
+        return  # wrong for a reason beyond the results' carriers: mypy reports it
+    _ignore(api, [func.line])
+
+
+def _holds_carriers(typ: Type) -> bool:
+    p = get_proper_type(typ)
+    if isinstance(p, TupleType):
+        return any(_holds_carriers(t) for t in p.items)
+    return holds_carrier(p)
+
+
+def _ignore(api: Any, lines: List[int]) -> None:
+    """mypy's [override] errors at these lines of the checked file are
+    ignored, as a `# type: ignore[override]` written there would be."""
+    ignored = api.msg.errors.ignored_lines.setdefault(api.path, {})
+    for line in lines:
         codes = ignored.get(line)
         if codes is None:
             ignored[line] = [OVERRIDE]
