@@ -137,8 +137,8 @@ def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.
                 ctx.context,
                 code=SPMD_INPLACE,
             )
-    if before is not None and _mypy.has_tensor(ctx.default_return_type):
-        return ctx.type  # x += y: the name keeps its type
+    if (before is not None or _mypy.is_carrier(ctx.type)) and _mypy.has_tensor(ctx.default_return_type):
+        return ctx.type  # x += y: the name keeps its type (an unknown one too)
     return ctx.default_return_type
 
 

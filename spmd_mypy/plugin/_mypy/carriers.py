@@ -69,6 +69,15 @@ def is_tensor(typ: Optional[Type]) -> bool:
     return info.fullname in _TENSOR_CLASSES or info.has_base(TENSOR)
 
 
+def is_carrier(typ: Optional[Type]) -> bool:
+    """A tensor of the carrier class: of a known SPMD type, or of an unknown
+    one (SpmdTensor[Any])."""
+    if typ is None:
+        return False
+    p = typ if typ.__class__ is Instance else _target(typ)
+    return isinstance(p, Instance) and p.type.fullname == CARRIER
+
+
 def is_any(typ: Optional[Type]) -> bool:
     return typ is not None and isinstance(get_proper_type(typ), AnyType)
 
