@@ -143,17 +143,18 @@ def unknown_in_spmd_file(ctx: Any, default: _mypy.Type) -> _mypy.Type:
 
 def typed_result(ctx: Any, spmd: Optional[Spmd], typed_operand: bool) -> _mypy.Type:
     """The default result with its tensors carrying `spmd`; SpmdTensor[Any] when the
-    rules cannot type it (it then fits any annotation).  Without a typed
-    operand, only files that use spmd get carriers (a factory's R): elsewhere,
-    torch's own sources among them, the carrier's module may not even be
-    analysed yet."""
+    rules cannot type it from a typed operand (it then fits any annotation).
+    Without a typed operand, only files that use spmd get carriers (a
+    factory's R): elsewhere, torch's own sources among them, the carrier's
+    module may not even be analysed yet.  An op on unannotated tensors alone
+    keeps torch's plain Tensor, as its operands have: untyped code is typed as
+    plain mypy types it (a list or dict built from such values holds plain
+    Tensors, so a plain Tensor added later fits)."""
     default = ctx.default_return_type
     if not _mypy.has_tensor(default):
         return default
-    if not typed_operand and not _in_spmd_file(ctx):
+    if not typed_operand and (spmd is None or not _in_spmd_file(ctx)):
         return default
-    if spmd is None and not typed_operand:
-        return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
     new = carrier(ctx.api, spmd) if spmd is not None else _mypy.unknown_carrier(ctx.api)
     return _mypy.replace_tensors(default, new)
 
