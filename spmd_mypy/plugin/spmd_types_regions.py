@@ -87,6 +87,8 @@ def _declared(ctx: Any) -> _mypy.Type:
     where_arg, forward_arg = one_arg(ctx, "where"), one_arg(ctx, "forward")
     where = (_mypy.str_value(where_arg[0]) if where_arg else None) or "a declared boundary"
     forward = forward_arg is not None and _mypy.is_true(forward_arg[0])
+    if forward:
+        _mypy.remember_hooks(ctx.api)  # its module's bodies are freed once checked
     given = _mypy.formal_args(ctx, "types") + _mypy.formal_args(ctx, "partition_spec")
     declared = _read(ctx, [e for e, _ in given], where, quiet=True)
     if declared is None:
@@ -159,6 +161,16 @@ def _boundary(ctx: Any) -> _mypy.Type:
 
 def _apply(ctx: Any, found: Any) -> _mypy.Type:
     cls, hook, asserted, forward_params, func = found
+    if asserted.unread:
+        _mypy.note(
+            ctx.api,
+            f"unchecked: {cls}.apply: {cls}.{hook} is in a module mypy loaded from its cache in this run, "
+            f"whose function bodies it does not keep, so its asserts are not read; the result is of unknown "
+            f"type (a run that checks that module reads them)",
+            ctx.context,
+            SPMD_ARG,
+        )
+        return _unknown(ctx, _apply_default(ctx))
     steps = _mypy.rule_steps(func) if hook == "spmd_typecheck" and asserted.keyword_only else None
     if steps is not None:
         return _rules_apply(ctx, cls, hook, steps, forward_params)

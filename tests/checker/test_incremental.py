@@ -331,3 +331,63 @@ def test_daemon_builds_the_carriers_of_an_edited_file_anew(tmp_path: Path) -> No
         assert "Literal['tp=V']" in notes[0] and "Literal['tp=R']" in notes[1], second.stdout
     finally:
         _run(dmypy + ["stop"], proj)
+
+
+FUNCTIONS = '''\
+import torch
+import spmd_types as spmd
+
+
+class Gather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def typecheck_forward(x: torch.Tensor) -> torch.Tensor:
+        spmd.assert_type(x, {"tp": spmd.V})
+        out = Gather.apply(x)
+        spmd.assert_type(out, {"tp": spmd.V})
+        return out
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor) -> torch.Tensor:
+        return g
+'''
+
+APPLIES = '''\
+import torch
+import spmd_types as spmd
+from fns import Gather
+
+
+def f(x: torch.Tensor) -> None:
+    spmd.assert_type(x, {"tp": spmd.V})
+    reveal_type(Gather.apply(x))
+'''
+
+
+def test_a_function_from_a_cached_module_is_said_unread(tmp_path: Path) -> None:
+    # torchtitan's dist_gemm.py applies Functions that linear.py defines.  A
+    # module mypy loads from its cache keeps no function bodies, so the
+    # typecheck_forward's asserts cannot be read there: the call is of
+    # unknown type with a note saying why (it once was an internal error:
+    # FuncDef.arguments is not kept in the cache).
+    proj = _project(tmp_path)
+    (proj / "model.py").unlink()
+    (proj / "fns.py").write_text(FUNCTIONS)
+    (proj / "user.py").write_text(APPLIES)
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py", "fns.py"]
+    cold = _run(mypy, proj)
+    assert cold.stdout.splitlines()[:1] == [
+        "user.py:8: note: Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=V']]\""
+    ], cold.stdout + cold.stderr
+    _edit(proj / "user.py", APPLIES + "# edited\n")
+    warm = _run(mypy, proj)
+    lines = [line for line in warm.stdout.splitlines() if line.startswith("user.py:")]
+    assert lines == [
+        "user.py:8: note: unchecked: Gather.apply: Gather.typecheck_forward is in a module mypy loaded from its "
+        "cache in this run, whose function bodies it does not keep, so its asserts are not read; the result is of "
+        "unknown type (a run that checks that module reads them)",
+        'user.py:8: note: Revealed type is "spmd_phantom.SpmdTensor[Any]"',
+    ], warm.stdout + warm.stderr

@@ -229,7 +229,9 @@ if TYPE_CHECKING:
         rule_call,
         rule_steps,
     )
-    from .spmd_types_regions import Asserted, decorator_call, keyword_arg, none_literal, tuple_display, typecheck_hooks_of
+    from .spmd_types_regions import (
+        Asserted, decorator_call, keyword_arg, none_literal, remember_hooks, tuple_display, typecheck_hooks_of,
+    )
     from .grad_sites import (
         CallSite,
         DeclaredParam,
@@ -260,7 +262,9 @@ _FEATURE_NAMES: Dict[str, Tuple[str, ...]] = {
         "rule_steps",
     ),
     "spmd_types_regions": (
-        "Asserted", "decorator_call", "keyword_arg", "none_literal", "tuple_display", "typecheck_hooks_of",
+        "Asserted", "decorator_call", "keyword_arg", "none_literal", "remember_hooks", "tuple_display",
+        "typecheck_hooks_of",
+    "remember_hooks",
     ),
     "grad_sites": (
         "CallSite", "DeclaredParam", "alias_source", "assignments", "at_line", "bound_arguments", "called_function",

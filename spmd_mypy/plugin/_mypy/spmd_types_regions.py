@@ -29,7 +29,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from mypy.nodes import (
     ARG_NAMED,
@@ -69,7 +69,7 @@ from mypy.nodes import (
 from mypy.types import FunctionLike, Instance, Type, TypeType, get_proper_type
 from mypy.treetransform import TransformVisitor
 
-from .spmd_types_rules import wrap_rule_returns
+from .spmd_types_rules import rule_steps, wrap_rule_returns
 from .tree import is_phantom_call, sub_blocks
 
 MODULE = "spmd_types"
@@ -332,6 +332,7 @@ class Asserted:
     output: Optional[List[Expression]]  # the type arguments asserted on the output
     like: Optional[Tuple[str, Optional[Expression]]]  # assert_type_like(out, <param>, overrides)
     keyword_only: bool  # spmd_typecheck(*, x, ...): names are forward's
+    unread: bool = False  # the body is not in memory: its module came from mypy's cache
 
 
 def _func(node: object) -> Optional[FuncDef]:
@@ -353,9 +354,12 @@ def _assert_call(stmt: Statement) -> Optional[CallExpr]:
 def read_hook(func: FuncDef) -> Asserted:
     """The asserts of a typecheck_forward / spmd_typecheck body, in order of
     the statements: on a parameter an input type, on another name the output's."""
-    params = [a.variable.name for a in func.arguments]
-    positional = [a.variable.name for a in func.arguments if a.kind in (ARG_POS,)]
+    params = [n for n in func.arg_names if n is not None]
+    positional = [n for n, k in zip(func.arg_names, func.arg_kinds) if k == ARG_POS and n is not None]
     out = Asserted(params, {}, None, None, not positional or func.name == "spmd_typecheck")
+    if not func.body.body:  # a written body has a statement: this one is mypy's cached skeleton
+        out.unread = True
+        return out
     applied: Set[str] = set()
     for stmt in _flat(func.body):
         if isinstance(stmt, AssignmentStmt) and isinstance(stmt.rvalue, CallExpr):
@@ -390,18 +394,46 @@ def _flat(block: Block) -> List[Statement]:
     return out
 
 
-def function_hooks(info: TypeInfo) -> Optional[Tuple[str, str, Asserted, List[str], FuncDef]]:
+HookInfo = Tuple[str, str, Asserted, List[str], FuncDef]
+
+# Each Function's hook as read while its body was whole, by class: mypy frees
+# a module's function bodies once it has checked it (a batch run keeps no
+# tree of a checked module), and a Function is often applied in another
+# module (torchtitan's dist_gemm.py applies linear.py's).  Read at an
+# `.apply` and when its forward is checked (remember_hooks).
+_KEPT: Dict[str, Tuple[FuncDef, HookInfo]] = {}
+
+
+def function_hooks(info: TypeInfo) -> Optional[HookInfo]:
     """(class name, hook name, its asserts, forward's parameters after ctx, the
     hook) of an autograd Function class with a typecheck hook."""
     for name in HOOK_NAMES:
         node = info.names.get(name)
         func = _func(node.node) if node is not None else None
-        if func is not None:
-            found = info.names.get("forward")
-            forward = _func(found.node) if found is not None else None
-            params = [a.variable.name for a in forward.arguments[1:]] if forward is not None else []
-            return info.name, name, read_hook(func), params, func
+        if func is None:
+            continue
+        kept = _KEPT.get(info.fullname)
+        if not func.body.body and kept is not None and kept[0] is func:
+            return kept[1]
+        found = info.names.get("forward")
+        forward = _func(found.node) if found is not None else None
+        params = [n for n in forward.arg_names[1:] if n is not None] if forward is not None else []
+        result = (info.name, name, read_hook(func), params, func)
+        if func.body.body:
+            if len(_KEPT) >= 4096:  # a long daemon session: drop what edits left behind
+                _KEPT.clear()
+            _KEPT[info.fullname] = (func, result)
+            rule_steps(func)  # kept by spmd_types_rules the same way
+        return result
     return None
+
+
+def remember_hooks(api: Any) -> None:
+    """Inside a Function's forward (its module being checked): read its hook
+    now, while its body is whole."""
+    info = api.scope.active_class() if hasattr(api, "scope") else None
+    if isinstance(info, TypeInfo):
+        function_hooks(info)
 
 
 def _free_names(exprs: List[Expression]) -> Set[str]:

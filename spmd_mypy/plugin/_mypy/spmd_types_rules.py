@@ -90,12 +90,25 @@ def _steps(block: Block) -> Optional[List[Step]]:
     return out
 
 
+# The steps read from each hook while its body was whole, by the hook's
+# node: mypy frees a module's function bodies once it has checked it, and a
+# Function is often applied in another module.
+_KEPT: Dict[int, Tuple[FuncDef, Optional[List[Step]]]] = {}
+
+
 def rule_steps(func: object) -> Optional[List[Step]]:
     """The steps of a keyword-only hook that returns its output types, else None."""
-    if not isinstance(func, FuncDef) or not func.body.body:
+    if not isinstance(func, FuncDef):
         return None
+    if not func.body.body:  # freed after its module was checked, or a cached skeleton
+        kept = _KEPT.get(id(func))
+        return kept[1] if kept is not None and kept[0] is func else None
     steps = _steps(func.body)
-    return steps if steps is not None and _returns_value(steps) else None
+    found = steps if steps is not None and _returns_value(steps) else None
+    if len(_KEPT) >= 4096:  # a long daemon session: drop what edits left behind
+        _KEPT.clear()
+    _KEPT[id(func)] = (func, found)
+    return found
 
 
 def _returns_value(steps: List[Step]) -> bool:
