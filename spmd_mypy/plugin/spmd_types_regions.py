@@ -161,19 +161,19 @@ def _boundary(ctx: Any) -> _mypy.Type:
 
 def _apply(ctx: Any, found: Any) -> _mypy.Type:
     cls, hook, asserted, forward_params, func = found
+    steps = _mypy.rule_steps(func) if hook == "spmd_typecheck" and asserted.keyword_only else None
+    if steps is not None:
+        return _rules_apply(ctx, cls, hook, steps, forward_params)
     if asserted.unread:
         _mypy.note(
             ctx.api,
-            f"unchecked: {cls}.apply: {cls}.{hook} is in a module mypy loaded from its cache in this run, "
-            f"whose function bodies it does not keep, so its asserts are not read; the result is of unknown "
-            f"type (a run that checks that module reads them)",
+            f"unchecked: {cls}.apply: the body of {cls}.{hook} is not held by mypy here (a module loaded "
+            f"from its cache keeps no function bodies), so its asserts are not read; the result is of "
+            f"unknown type (a run that checks {cls}'s module reads them)",
             ctx.context,
             SPMD_ARG,
         )
         return _unknown(ctx, _apply_default(ctx))
-    steps = _mypy.rule_steps(func) if hook == "spmd_typecheck" and asserted.keyword_only else None
-    if steps is not None:
-        return _rules_apply(ctx, cls, hook, steps, forward_params)
     names = forward_params if asserted.keyword_only else asserted.parameters
     env: Env = {}
     for (name, expr, typ), param in zip(_mypy.call_args(ctx), names):
@@ -247,6 +247,7 @@ def _rule_result(ctx: Any) -> _mypy.Type:
     x, cls_arg = one_arg(ctx, "tensor"), one_arg(ctx, "cls")
     cls = _mypy.str_value(cls_arg[0]) if cls_arg is not None else None
     info = _mypy.class_in_file(ctx.api, cls) if cls is not None else None
+    _mypy.remember_hooks(ctx.api)  # its module's bodies are freed once checked
     steps = _mypy.rule_steps(_mypy.hook_function(info, "spmd_typecheck")) if info is not None else None
     if x is None or cls is None or steps is None:
         return ctx.default_return_type

@@ -338,6 +338,16 @@ import torch
 import spmd_types as spmd
 
 
+class QK(torch.autograd.Function):
+    @staticmethod
+    def spmd_typecheck(*, x, wq):
+        return spmd.rules.einsum("tk,ak->ta", x, wq)
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, wq: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return x @ wq.T
+
+
 class Gather(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:
@@ -358,12 +368,15 @@ class Gather(torch.autograd.Function):
 APPLIES = '''\
 import torch
 import spmd_types as spmd
-from fns import Gather
+from fns import QK, Gather
 
 
-def f(x: torch.Tensor) -> None:
+def f(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
     spmd.assert_type(x, {"tp": spmd.V})
     reveal_type(Gather.apply(x))
+    spmd.assert_type(w, {"tp": spmd.S(0)})
+    spmd.assert_type(y, {"tp": spmd.R})
+    reveal_type(QK.apply(y, w))
 '''
 
 
@@ -379,15 +392,20 @@ def test_a_function_from_a_cached_module_is_said_unread(tmp_path: Path) -> None:
     (proj / "user.py").write_text(APPLIES)
     mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py", "fns.py"]
     cold = _run(mypy, proj)
-    assert cold.stdout.splitlines()[:1] == [
-        "user.py:8: note: Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=V']]\""
+    assert [line for line in cold.stdout.splitlines() if line.startswith("user.py:")] == [
+        "user.py:8: note: Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=V']]\"",
+        "user.py:11: note: Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=S(1)']]\"",
     ], cold.stdout + cold.stderr
     _edit(proj / "user.py", APPLIES + "# edited\n")
     warm = _run(mypy, proj)
     lines = [line for line in warm.stdout.splitlines() if line.startswith("user.py:")]
     assert lines == [
-        "user.py:8: note: unchecked: Gather.apply: Gather.typecheck_forward is in a module mypy loaded from its "
-        "cache in this run, whose function bodies it does not keep, so its asserts are not read; the result is of "
-        "unknown type (a run that checks that module reads them)",
+        "user.py:8: note: unchecked: Gather.apply: the body of Gather.typecheck_forward is not held by mypy here "
+        "(a module loaded from its cache keeps no function bodies), so its asserts are not read; the result is of "
+        "unknown type (a run that checks Gather's module reads them)",
         'user.py:8: note: Revealed type is "spmd_phantom.SpmdTensor[Any]"',
+        "user.py:11: note: unchecked: QK.apply: the body of QK.spmd_typecheck is not held by mypy here (a module "
+        "loaded from its cache keeps no function bodies), so its asserts are not read; the result is of unknown "
+        "type (a run that checks QK's module reads them)",
+        'user.py:11: note: Revealed type is "spmd_phantom.SpmdTensor[Any]"',
     ], warm.stdout + warm.stderr

@@ -229,9 +229,8 @@ if TYPE_CHECKING:
         rule_call,
         rule_steps,
     )
-    from .spmd_types_regions import (
-        Asserted, decorator_call, keyword_arg, none_literal, remember_hooks, tuple_display, typecheck_hooks_of,
-    )
+    from .spmd_types_regions import decorator_call, none_literal, tuple_display
+    from .typecheck_hooks import Asserted, keyword_arg, remember_hooks, typecheck_hooks_of
     from .grad_sites import (
         CallSite,
         DeclaredParam,
@@ -264,7 +263,6 @@ _FEATURE_NAMES: Dict[str, Tuple[str, ...]] = {
     "spmd_types_regions": (
         "Asserted", "decorator_call", "keyword_arg", "none_literal", "remember_hooks", "tuple_display",
         "typecheck_hooks_of",
-    "remember_hooks",
     ),
     "grad_sites": (
         "CallSite", "DeclaredParam", "alias_source", "assignments", "at_line", "bound_arguments", "called_function",
@@ -343,6 +341,7 @@ __all__ = [
     "none_literal",
     "tuple_display",
     "typecheck_hooks_of",
+    "remember_hooks",
     "class_in_file",
     "conditional",
     "hook_function",

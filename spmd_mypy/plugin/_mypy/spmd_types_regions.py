@@ -22,14 +22,13 @@
   spmd-collective error); the tensors they write are unknown after them.
 - `if spmd.is_type_checking():` / `if spmd.TYPE_CHECKING:`: the checker is
   type checking, so the block always runs (its asserts count).
-- function_hooks(info): the asserting statements of such a staticmethod, for
-  the `.apply` hook.
+- reading such a staticmethod's asserts for the `.apply` hook: typecheck_hooks.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from mypy.nodes import (
     ARG_NAMED,
@@ -62,21 +61,28 @@ from mypy.nodes import (
     StrExpr,
     SymbolTableNode,
     TupleExpr,
-    TypeInfo,
     UnaryExpr,
     WithStmt,
 )
-from mypy.types import FunctionLike, Instance, Type, TypeType, get_proper_type
 from mypy.treetransform import TransformVisitor
 
-from .spmd_types_rules import rule_steps, wrap_rule_returns
+from .spmd_types_rules import wrap_rule_returns
+from .typecheck_hooks import (  # noqa: F401  (Asserted, remember_hooks, typecheck_hooks_of: re-exported)
+    HOOK_NAMES,
+    Asserted,
+    flat_statements,
+    hook_func,
+    keyword_arg,
+    read_hook,
+    remember_hooks,
+    typecheck_hooks_of,
+)
 from .tree import is_phantom_call, sub_blocks
 
 MODULE = "spmd_types"
 ALIAS = "_spmd_types_"  # the name a rewritten tree binds spmd_types to
 UNCHECKED = "_spmd_unchecked"
 DECLARED = "_spmd_declared"
-HOOK_NAMES = ("typecheck_forward", "spmd_typecheck")
 # spmd-mypy's error codes a region's lines ignore ("unused-ignore": never reported unused)
 REGION_CODES = [
     "spmd-op", "spmd-collective", "spmd-arg", "spmd-return", "spmd-assign", "spmd-backward",
@@ -224,13 +230,6 @@ def _leaf(expr: Expression) -> Optional[List[Expression]]:
     return [expr]
 
 
-def _keyword(call: CallExpr, name: str) -> Optional[Expression]:
-    for arg, arg_name in zip(call.args, call.arg_names):
-        if arg_name == name:
-            return arg
-    return None
-
-
 def _declare_parameters(func: FuncDef, in_types: Expression, where: str, forward: bool = False) -> None:
     leaves = tuple_display(in_types)
     if leaves is None or not func.body.body:
@@ -313,7 +312,7 @@ def _decorated(tree: MypyFile, dec: Decorator, names: Names) -> None:
             _unchecked(tree, dec.func.body)
         elif _calls(d, names, "local_map"):
             assert isinstance(d, CallExpr)
-            in_types, out_types = _keyword(d, "in_types"), _keyword(d, "out_types")
+            in_types, out_types = keyword_arg(d, "in_types"), keyword_arg(d, "out_types")
             if in_types is not None:
                 _declare_parameters(dec.func, in_types, "spmd_types.local_map in_types")
             if out_types is not None:
@@ -321,119 +320,6 @@ def _decorated(tree: MypyFile, dec: Decorator, names: Names) -> None:
 
 
 # -- autograd Functions with a typecheck hook -------------------------------------------
-
-
-@dataclass
-class Asserted:
-    """The types a typecheck_forward / spmd_typecheck states."""
-
-    parameters: List[str]  # the hook's parameter names, in order (positional ones, then keyword-only)
-    inputs: Dict[str, List[Expression]]  # parameter -> the type arguments asserted on it
-    output: Optional[List[Expression]]  # the type arguments asserted on the output
-    like: Optional[Tuple[str, Optional[Expression]]]  # assert_type_like(out, <param>, overrides)
-    keyword_only: bool  # spmd_typecheck(*, x, ...): names are forward's
-    unread: bool = False  # the body is not in memory: its module came from mypy's cache
-
-
-def _func(node: object) -> Optional[FuncDef]:
-    if isinstance(node, Decorator):
-        return node.func
-    return node if isinstance(node, FuncDef) else None
-
-
-def _assert_call(stmt: Statement) -> Optional[CallExpr]:
-    """The assert_type / assert_type_like call of a statement (also in its rewritten `x = ...` form)."""
-    expr = stmt.expr if isinstance(stmt, ExpressionStmt) else stmt.rvalue if isinstance(stmt, AssignmentStmt) else None
-    if not isinstance(expr, CallExpr) or not expr.args:
-        return None
-    callee = expr.callee
-    name = callee.name if isinstance(callee, (MemberExpr, NameExpr)) else None
-    return expr if name in ("assert_type", "assert_type_like") else None
-
-
-def read_hook(func: FuncDef) -> Asserted:
-    """The asserts of a typecheck_forward / spmd_typecheck body, in order of
-    the statements: on a parameter an input type, on another name the output's."""
-    params = [n for n in func.arg_names if n is not None]
-    positional = [n for n, k in zip(func.arg_names, func.arg_kinds) if k == ARG_POS and n is not None]
-    out = Asserted(params, {}, None, None, not positional or func.name == "spmd_typecheck")
-    if not func.body.body:  # a written body has a statement: this one is mypy's cached skeleton
-        out.unread = True
-        return out
-    applied: Set[str] = set()
-    for stmt in _flat(func.body):
-        if isinstance(stmt, AssignmentStmt) and isinstance(stmt.rvalue, CallExpr):
-            callee = stmt.rvalue.callee
-            if isinstance(callee, MemberExpr) and callee.name == "apply":
-                applied.update(t.name for t in stmt.lvalues if isinstance(t, NameExpr))
-        call = _assert_call(stmt)
-        if call is None or not isinstance(call.args[0], NameExpr):
-            continue
-        name = call.args[0].name
-        callee_name = call.callee.name if isinstance(call.callee, (MemberExpr, NameExpr)) else ""
-        types = [a for a, k in zip(call.args[1:], call.arg_kinds[1:]) if k == ARG_POS]
-        spec = _keyword(call, "partition_spec")
-        types += [spec] if spec is not None else []
-        output = name in applied or (name == positional[0] if func.name == "spmd_typecheck" and positional else False)
-        if callee_name == "assert_type_like" and output and len(call.args) >= 2 and isinstance(call.args[1], NameExpr):
-            out.like = (call.args[1].name, call.args[2] if len(call.args) > 2 else None)
-        elif callee_name == "assert_type" and output:
-            out.output = types
-        elif callee_name == "assert_type" and name in params and name not in out.inputs:
-            out.inputs[name] = types
-    return out
-
-
-def _flat(block: Block) -> List[Statement]:
-    out: List[Statement] = []
-    for stmt in block.body:
-        out.append(stmt)
-        if not isinstance(stmt, (FuncDef, Decorator, ClassDef)):
-            for inner in sub_blocks(stmt):
-                out += _flat(inner)
-    return out
-
-
-HookInfo = Tuple[str, str, Asserted, List[str], FuncDef]
-
-# Each Function's hook as read while its body was whole, by class: mypy frees
-# a module's function bodies once it has checked it (a batch run keeps no
-# tree of a checked module), and a Function is often applied in another
-# module (torchtitan's dist_gemm.py applies linear.py's).  Read at an
-# `.apply` and when its forward is checked (remember_hooks).
-_KEPT: Dict[str, Tuple[FuncDef, HookInfo]] = {}
-
-
-def function_hooks(info: TypeInfo) -> Optional[HookInfo]:
-    """(class name, hook name, its asserts, forward's parameters after ctx, the
-    hook) of an autograd Function class with a typecheck hook."""
-    for name in HOOK_NAMES:
-        node = info.names.get(name)
-        func = _func(node.node) if node is not None else None
-        if func is None:
-            continue
-        kept = _KEPT.get(info.fullname)
-        if not func.body.body and kept is not None and kept[0] is func:
-            return kept[1]
-        found = info.names.get("forward")
-        forward = _func(found.node) if found is not None else None
-        params = [n for n in forward.arg_names[1:] if n is not None] if forward is not None else []
-        result = (info.name, name, read_hook(func), params, func)
-        if func.body.body:
-            if len(_KEPT) >= 4096:  # a long daemon session: drop what edits left behind
-                _KEPT.clear()
-            _KEPT[info.fullname] = (func, result)
-            rule_steps(func)  # kept by spmd_types_rules the same way
-        return result
-    return None
-
-
-def remember_hooks(api: Any) -> None:
-    """Inside a Function's forward (its module being checked): read its hook
-    now, while its body is whole."""
-    info = api.scope.active_class() if hasattr(api, "scope") else None
-    if isinstance(info, TypeInfo):
-        function_hooks(info)
 
 
 def _free_names(exprs: List[Expression]) -> Set[str]:
@@ -467,13 +353,13 @@ def _free_names(exprs: List[Expression]) -> Set[str]:
 
 
 def _assigned_in(func: FuncDef) -> Set[str]:
-    return {t.name for s in _flat(func.body) if isinstance(s, AssignmentStmt) for t in s.lvalues
+    return {t.name for s in flat_statements(func.body) if isinstance(s, AssignmentStmt) for t in s.lvalues
             if isinstance(t, NameExpr)}
 
 
 def _check_forward(tree: MypyFile, cls: ClassDef) -> None:
     """forward's body from its hook's declared types (see the module docstring)."""
-    funcs = {f.name: f for f in (_func(s) for s in cls.defs.body) if f is not None}
+    funcs = {f.name: f for f in (hook_func(s) for s in cls.defs.body) if f is not None}
     hook = next((funcs[n] for n in HOOK_NAMES if n in funcs), None)
     forward = funcs.get("forward")
     if hook is None or forward is None or len(forward.arguments) < 1 or not forward.body.body:
@@ -579,20 +465,6 @@ def rewrite_regions(tree: MypyFile, stmts: List[Statement]) -> None:
     _block(tree, Block(stmts), names)
 
 
-def typecheck_hooks_of(callee_type: object) -> Optional[Tuple[str, str, Asserted, List[str], FuncDef]]:
-    """For `Fn.apply(...)`: function_hooks of the class Fn (a torch autograd
-    Function with a typecheck_forward or spmd_typecheck staticmethod), else None."""
-    p = get_proper_type(callee_type) if isinstance(callee_type, Type) else None
-    info: Optional[TypeInfo] = None
-    if isinstance(p, FunctionLike) and p.is_type_obj():
-        info = p.type_object()
-    elif isinstance(p, TypeType) and isinstance(p.item, Instance):
-        info = p.item.type
-    if info is None or not info.has_base("torch.autograd.function.Function"):
-        return None
-    return function_hooks(info)
-
-
 def decorator_call(context: object, names: Tuple[str, ...]) -> Optional[CallExpr]:
     """The `spmd_types.<name>(...)` call among a decorated function's decorators
     (the context mypy gives the decorator's `__call__`)."""
@@ -602,10 +474,6 @@ def decorator_call(context: object, names: Tuple[str, ...]) -> Optional[CallExpr
         if isinstance(d, CallExpr) and isinstance(d.callee, RefExpr) and d.callee.fullname in names:
             return d
     return None
-
-
-def keyword_arg(call: CallExpr, name: str) -> Optional[Expression]:
-    return _keyword(call, name)
 
 
 def tuple_display(expr: Expression) -> Optional[List[Expression]]:
