@@ -409,3 +409,30 @@ def test_a_function_from_a_cached_module_is_said_unread(tmp_path: Path) -> None:
         "type (a run that checks QK's module reads them)",
         'user.py:11: note: Revealed type is "spmd_phantom.SpmdTensor[Any]"',
     ], warm.stdout + warm.stderr
+
+
+def test_daemon_reads_an_edited_function_hook_in_another_module(tmp_path: Path) -> None:
+    # The hooks kept by class (typecheck_hooks._KEPT, spmd_types_rules._KEPT)
+    # are checked against the hook's node: an edit of the hook's module makes
+    # new nodes, read anew, so the user module sees the edited types.
+    proj = _project(tmp_path)
+    (proj / "model.py").unlink()
+    (proj / "fns.py").write_text(FUNCTIONS)
+    (proj / "user.py").write_text(APPLIES)
+    dmypy = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(proj / ".dmypy.json")]
+    run = dmypy + ["run", "--", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py", "fns.py"]
+
+    def reveals(out: subprocess.CompletedProcess) -> list:
+        return [line.split("Revealed type is ")[1] for line in out.stdout.splitlines() if "Revealed type" in line]
+
+    try:
+        first = _run(run, proj)
+        assert reveals(first) == [
+            "\"spmd_phantom.SpmdTensor[Literal['tp=V']]\"", "\"spmd_phantom.SpmdTensor[Literal['tp=S(1)']]\""
+        ], first.stdout + first.stderr
+        _edit(proj / "fns.py", FUNCTIONS.replace('spmd.assert_type(out, {"tp": spmd.V})', 'spmd.assert_type(out, {"tp": spmd.P})'))
+        second = _run(run, proj)
+        assert "Traceback" not in second.stdout + second.stderr, second.stdout + second.stderr
+        assert reveals(second)[0] == "\"spmd_phantom.SpmdTensor[Literal['tp=P']]\"", second.stdout + second.stderr
+    finally:
+        _run(dmypy + ["stop"], proj)
