@@ -121,16 +121,23 @@ def forward_signature(ctx: Any) -> Optional[CallableType]:
     return None
 
 
-def autograd_function_forward(ctx: Any) -> Optional[CallableType]:
-    """For `Fn.apply(...)` on a torch.autograd.Function subclass: its static
-    `forward` without the leading ctx parameter."""
-    p = get_proper_type(ctx.type)
+def function_class(callee_type: object) -> Optional[TypeInfo]:
+    """For `Fn.apply(...)`: the class Fn when it is a torch.autograd.Function
+    subclass (the receiver's type is its class object), else None."""
+    p = get_proper_type(callee_type) if isinstance(callee_type, Type) else None
     info: Optional[TypeInfo] = None
     if isinstance(p, FunctionLike) and p.is_type_obj():
         info = p.type_object()
     elif isinstance(p, TypeType) and isinstance(p.item, Instance):
         info = p.item.type
-    if info is None or not info.has_base("torch.autograd.function.Function"):
+    return info if info is not None and info.has_base("torch.autograd.function.Function") else None
+
+
+def autograd_function_forward(ctx: Any) -> Optional[CallableType]:
+    """For `Fn.apply(...)` on a torch.autograd.Function subclass: its static
+    `forward` without the leading ctx parameter."""
+    info = function_class(ctx.type)
+    if info is None:
         return None
     for base in info.mro:
         if base.fullname.startswith("torch."):

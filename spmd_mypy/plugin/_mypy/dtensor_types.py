@@ -14,11 +14,8 @@ from typing import Any, List, Optional, Tuple
 
 from mypy.nodes import (
     AssignmentStmt,
-    Block,
     CallExpr,
-    ClassDef,
     ComparisonExpr,
-    Decorator,
     Expression,
     ExpressionStmt,
     FuncDef,
@@ -30,7 +27,6 @@ from mypy.nodes import (
     NameExpr,
     OpExpr,
     ReturnStmt,
-    Statement,
     StrExpr,
     TupleExpr,
     TypeInfo,
@@ -38,7 +34,7 @@ from mypy.nodes import (
 )
 from mypy.types import Instance, LiteralType, Type, get_proper_type
 
-from .tree import sub_blocks
+from .tree import flat_statements
 
 DTENSOR_MODULE = "spmd_phantom.dtensor"
 PLACED = f"{DTENSOR_MODULE}.PlacedDTensor"
@@ -82,7 +78,7 @@ def mesh_names(api: Any, expr: Optional[Expression]) -> Optional[List[str]]:
     or a name last assigned such a mesh earlier in the function."""
     if isinstance(expr, NameExpr):
         func = api.scope.current_function() if hasattr(api, "scope") else None
-        stmts = _statements(func.body) if isinstance(func, FuncDef) else []
+        stmts = flat_statements(func.body) if isinstance(func, FuncDef) else []
         earlier = [s.rvalue for s in stmts if isinstance(s, AssignmentStmt) and s.line < expr.line
                    and any(isinstance(t, NameExpr) and t.name == expr.name for t in s.lvalues)]
         expr = earlier[-1] if earlier else None
@@ -119,16 +115,6 @@ def _operands(expr: Optional[Expression]) -> List[Tuple[Expression, Expression]]
     return out
 
 
-def _statements(block: Block) -> List[Statement]:
-    out: List[Statement] = []
-    for stmt in block.body:
-        out.append(stmt)
-        if not isinstance(stmt, (FuncDef, Decorator, ClassDef)):
-            for inner in sub_blocks(stmt):
-                out += _statements(inner)
-    return out
-
-
 def later_partners(api: Any, call: Expression) -> List[Tuple[Expression, Type]]:
     """The operands (with their declared or already inferred types) that the
     value of `call` meets in the rest of the enclosing function: the call used
@@ -137,7 +123,7 @@ def later_partners(api: Any, call: Expression) -> List[Tuple[Expression, Type]]:
     func = api.scope.current_function() if hasattr(api, "scope") else None
     if not isinstance(func, FuncDef):
         return []
-    stmts = _statements(func.body)
+    stmts = flat_statements(func.body)
     target: Optional[str] = None
     for i, stmt in enumerate(stmts):
         if isinstance(stmt, AssignmentStmt) and stmt.rvalue is call and len(stmt.lvalues) == 1:

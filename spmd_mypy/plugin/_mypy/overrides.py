@@ -23,7 +23,7 @@ from typing import Any, List, Optional, Set
 from mypy.nodes import Decorator, FuncDef, TypeInfo
 from mypy.subtypes import is_subtype
 from mypy.typeops import bind_self
-from mypy.types import CallableType, TupleType, Type, get_proper_type
+from mypy.types import CallableType, Type, get_proper_type
 from mypy.typevars import fill_typevars
 
 from .members import holds_carrier
@@ -72,10 +72,10 @@ def ignore_unknown_result_overrides(api: Any) -> None:
     target = node.node if node is not None else None
     declared = target.type if isinstance(target, FuncDef) else target.var.type if isinstance(target, Decorator) else None
     original_sig = get_proper_type(declared) if declared is not None else None
-    if not isinstance(original_sig, CallableType) or not _holds_carriers(original_sig.ret_type):
+    if not isinstance(original_sig, CallableType) or not holds_carrier(original_sig.ret_type):
         return  # most methods: nothing overridden, or no declared result types
     override, original = _bound(func.type, info), _bound(original_sig, info)
-    if override is None or original is None or _holds_carriers(override.ret_type):
+    if override is None or original is None or holds_carrier(override.ret_type):
         return
     if _compatible(override, original):
         return
@@ -83,13 +83,6 @@ def ignore_unknown_result_overrides(api: Any) -> None:
     if not _compatible(override, relaxed):
         return  # wrong for a reason beyond the results' carriers: mypy reports it
     _ignore(api, [func.line])
-
-
-def _holds_carriers(typ: Type) -> bool:
-    p = get_proper_type(typ)
-    if isinstance(p, TupleType):
-        return any(_holds_carriers(t) for t in p.items)
-    return holds_carrier(p)
 
 
 def _ignore(api: Any, lines: List[int]) -> None:

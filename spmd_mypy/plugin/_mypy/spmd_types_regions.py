@@ -70,14 +70,13 @@ from .spmd_types_rules import wrap_rule_returns
 from .typecheck_hooks import (  # noqa: F401  (Asserted, remember_hooks, typecheck_hooks_of: re-exported)
     HOOK_NAMES,
     Asserted,
-    flat_statements,
     hook_func,
     keyword_arg,
     read_hook,
     remember_hooks,
     typecheck_hooks_of,
 )
-from .tree import is_phantom_call, sub_blocks
+from .tree import flat_statements, is_phantom_call, sub_blocks
 
 MODULE = "spmd_types"
 ALIAS = "_spmd_types_"  # the name a rewritten tree binds spmd_types to

@@ -23,7 +23,7 @@ from mypy.types import (
     get_proper_type,
 )
 
-from .carriers import CARRIER, carried, is_tensor, plain_tensor_like
+from .carriers import carried, is_carrier, is_tensor, plain_tensor_like
 
 
 def union_alternatives(typ: Optional[Type]) -> Optional[List[Type]]:
@@ -106,7 +106,7 @@ def relax_tensors(api: Any, typ: Type) -> Type:
     """typ with every carrier made a plain Tensor and every list/dict of tensors made
     a Sequence/Mapping (lists are invariant: list[SpmdTensor[...]] is no list[Tensor])."""
     p = get_proper_type(typ)
-    if carried(p) is not None or (isinstance(p, Instance) and p.type.fullname == CARRIER):
+    if is_carrier(p):
         return plain_tensor_like(p)
     if isinstance(p, UnionType):
         return UnionType([relax_tensors(api, t) for t in p.items], p.line, p.column)

@@ -79,6 +79,18 @@ def sub_blocks(stmt: Statement) -> List[Block]:
     return []
 
 
+def flat_statements(block: Block) -> List[Statement]:
+    """A body's statements and those of the blocks nested in them, in order,
+    not entering nested functions and classes."""
+    out: List[Statement] = []
+    for stmt in block.body:
+        out.append(stmt)
+        if not isinstance(stmt, (FuncDef, Decorator, ClassDef)):
+            for inner in sub_blocks(stmt):
+                out += flat_statements(inner)
+    return out
+
+
 def inner_blocks(stmt: Statement) -> List[Block]:
     """The blocks directly in a statement: a function's or class's body, a
     compound statement's blocks."""

@@ -18,9 +18,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from mypy.nodes import (
     ARG_POS,
     AssignmentStmt,
-    Block,
     CallExpr,
-    ClassDef,
     Decorator,
     Expression,
     ExpressionStmt,
@@ -30,10 +28,10 @@ from mypy.nodes import (
     Statement,
     TypeInfo,
 )
-from mypy.types import FunctionLike, Instance, Type, TypeType, get_proper_type
 
+from .calls import function_class
 from .spmd_types_rules import rule_steps
-from .tree import sub_blocks
+from .tree import flat_statements
 
 HOOK_NAMES = ("typecheck_forward", "spmd_typecheck")
 
@@ -106,16 +104,6 @@ def read_hook(func: FuncDef) -> Asserted:
     return out
 
 
-def flat_statements(block: Block) -> List[Statement]:
-    out: List[Statement] = []
-    for stmt in block.body:
-        out.append(stmt)
-        if not isinstance(stmt, (FuncDef, Decorator, ClassDef)):
-            for inner in sub_blocks(stmt):
-                out += flat_statements(inner)
-    return out
-
-
 HookInfo = Tuple[str, str, Asserted, List[str], FuncDef]
 
 # Each Function's hook as read while its body was whole, by class: mypy frees
@@ -161,12 +149,5 @@ def remember_hooks(api: Any) -> None:
 def typecheck_hooks_of(callee_type: object) -> Optional[HookInfo]:
     """For `Fn.apply(...)`: function_hooks of the class Fn (a torch autograd
     Function with a typecheck_forward or spmd_typecheck staticmethod), else None."""
-    p = get_proper_type(callee_type) if isinstance(callee_type, Type) else None
-    info: Optional[TypeInfo] = None
-    if isinstance(p, FunctionLike) and p.is_type_obj():
-        info = p.type_object()
-    elif isinstance(p, TypeType) and isinstance(p.item, Instance):
-        info = p.item.type
-    if info is None or not info.has_base("torch.autograd.function.Function"):
-        return None
-    return function_hooks(info)
+    info = function_class(callee_type)
+    return function_hooks(info) if info is not None else None
