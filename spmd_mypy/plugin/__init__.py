@@ -57,7 +57,7 @@ import importlib
 import hashlib
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import (
     _mypy,
@@ -347,6 +347,7 @@ class SpmdPlugin(_mypy.Plugin):
         self._version = _rules_version()
         settings = self.settings
         self._config_data = {"rules": self._version, **settings.as_data()}
+        self._hook_modules: Set[str] = set()  # modules defining typecheck hooks (report_config_data)
         set_vocabulary(settings.vocabulary)  # messages in the user's words (guard.py)
         comms.configure(settings)
         global_mode.configure(settings)
@@ -467,7 +468,14 @@ class SpmdPlugin(_mypy.Plugin):
     # -- cache and dependencies ---------------------------------------------------
     def report_config_data(self, ctx: _mypy.ReportConfigContext) -> Any:
         # mypy asks once per module it loads (torch's ~1,700 included): the
-        # same answer, built once
+        # same answer, built once.  A module that defines autograd Functions
+        # with typecheck hooks is written with an answer it is never read
+        # with, so mypy checks it on every run: the hooks are read from the
+        # bodies, which mypy's cache does not keep, and a module applying
+        # the Functions elsewhere would else find them unread in a warm run
+        # where a cold run types them.
+        if not ctx.is_check and ctx.id in self._hook_modules:
+            return {**self._config_data, "checked_each_run": True}
         return self._config_data
 
     def get_additional_deps(self, file: Any) -> List[Tuple[int, str, int]]:
@@ -475,6 +483,10 @@ class SpmdPlugin(_mypy.Plugin):
         # Returns and annotated assignments are routed through hooks (declared.py).
         path = getattr(file, "path", None)
         facts = look(path, file)  # the tree is the owner: the analyzer's look at it needs no stat
+        if facts.hooks and path is not None and path.endswith(".py"):  # a stub has no bodies to read
+            self._hook_modules.add(file.fullname)
+        else:
+            self._hook_modules.discard(file.fullname)  # a daemon edit removed them
         if facts.uses:
             if facts.comms:
                 comm_sites.note_file(path)  # spmd.reveal_comms: the sites are wanted

@@ -24,10 +24,8 @@ Python): imports neither mypy nor torch.
 from __future__ import annotations
 
 import ast
-import os
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-from ..vocab.spec import Spmd
 from .annotation_text import LazyExprs, recognize
 from .positions import Pos, Span
 from .sourcefile import LastLook, file_version, parse_source, read_source, source_file
@@ -220,8 +218,8 @@ class FileFacts:
     looked (see sourcefile.LastLook): while it is the same, so is the version."""
 
     __slots__ = (
-        "key", "owner", "uses", "untyped", "global_code", "raw_dist", "comms", "spmd_types", "configured", "data",
-        "built",
+        "key", "owner", "uses", "untyped", "global_code", "raw_dist", "comms", "spmd_types", "configured", "hooks",
+        "data", "built",
     )
 
     def __init__(self, key: object, data: bytes) -> None:
@@ -237,6 +235,8 @@ class FileFacts:
         self.comms = find(b"reveal_comms") >= 0  # spmd.reveal_comms (comm_sites.note_file)
         self.spmd_types = find(b"spmd_types") >= 0  # imports of spmd_types (_mypy.refine_asserts)
         self.configured = find(b"configurations") >= 0  # @spmd.configurations (_mypy.mark_configured)
+        # an autograd Function's typecheck hook (spmd_types' convention): read from its body
+        self.hooks = find(b"def typecheck_forward(") >= 0 or find(b"def spmd_typecheck(") >= 0
         # the cheap pre-filter: most files never mention Spmd, and have no index
         has_meta = find(b"Spmd") >= 0 or find(b"Axis(") >= 0  # tensors, or groups (groups.py)
         self.data: Optional[bytes] = data if has_meta else None

@@ -167,9 +167,9 @@ def _apply(ctx: Any, found: Any) -> _mypy.Type:
     if asserted.unread:
         _mypy.note(
             ctx.api,
-            f"unchecked: {cls}.apply: the body of {cls}.{hook} is not held by mypy here (a module loaded "
-            f"from its cache keeps no function bodies), so its asserts are not read; the result is of "
-            f"unknown type (a run that checks {cls}'s module reads them)",
+            f"unchecked: {cls}.apply: the body of {cls}.{hook} is not held by mypy here (its module "
+            f"was loaded from mypy's cache, which keeps no function bodies), so its asserts are not read; "
+            f"the result is of unknown type",
             ctx.context,
             SPMD_ARG,
         )

@@ -380,35 +380,57 @@ def f(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor) -> None:
 '''
 
 
-def test_a_function_from_a_cached_module_is_said_unread(tmp_path: Path) -> None:
+def test_a_function_module_is_checked_each_run_so_warm_types_as_cold(tmp_path: Path) -> None:
     # torchtitan's dist_gemm.py applies Functions that linear.py defines.  A
     # module mypy loads from its cache keeps no function bodies, so the
-    # typecheck_forward's asserts cannot be read there: the call is of
-    # unknown type with a note saying why (it once was an internal error:
-    # FuncDef.arguments is not kept in the cache).
+    # typecheck hooks could not be read there (once an internal error, then
+    # an unknown result with a note).  Such a module's cache entry is never
+    # fresh (report_config_data): a warm run checks it again and types the
+    # calls as the cold run did; a module that only applies them stays cached.
     proj = _project(tmp_path)
     (proj / "model.py").unlink()
     (proj / "fns.py").write_text(FUNCTIONS)
     (proj / "user.py").write_text(APPLIES)
-    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py", "fns.py"]
-    cold = _run(mypy, proj)
-    assert [line for line in cold.stdout.splitlines() if line.startswith("user.py:")] == [
+    (proj / "other.py").write_text(APPLIES.replace("reveal_type(", "print("))
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py", "fns.py",
+            "other.py"]
+    typed = [
         "user.py:8: note: Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=V']]\"",
         "user.py:11: note: Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=S(1)']]\"",
-    ], cold.stdout + cold.stderr
+    ]
+    cold = _run(mypy, proj)
+    assert [line for line in cold.stdout.splitlines() if line.startswith("user.py:")] == typed, cold.stdout + cold.stderr
     _edit(proj / "user.py", APPLIES + "# edited\n")
-    warm = _run(mypy, proj)
-    lines = [line for line in warm.stdout.splitlines() if line.startswith("user.py:")]
-    assert lines == [
-        "user.py:8: note: unchecked: Gather.apply: the body of Gather.typecheck_forward is not held by mypy here "
-        "(a module loaded from its cache keeps no function bodies), so its asserts are not read; the result is of "
-        "unknown type (a run that checks Gather's module reads them)",
-        'user.py:8: note: Revealed type is "spmd_phantom.SpmdTensor[Any]"',
-        "user.py:11: note: unchecked: QK.apply: the body of QK.spmd_typecheck is not held by mypy here (a module "
-        "loaded from its cache keeps no function bodies), so its asserts are not read; the result is of unknown "
-        "type (a run that checks QK's module reads them)",
-        'user.py:11: note: Revealed type is "spmd_phantom.SpmdTensor[Any]"',
-    ], warm.stdout + warm.stderr
+    warm = _run(mypy + ["-v"], proj)
+    assert [line for line in warm.stdout.splitlines() if line.startswith("user.py:")] == typed, warm.stdout + warm.stderr
+    assert "Metadata abandoned for fns: plugin configuration differs" in warm.stderr, warm.stderr
+    abandoned = [line for line in warm.stderr.splitlines() if "Metadata abandoned for" in line]
+    assert len(abandoned) == 2, abandoned  # user.py, edited, and fns.py; other.py, which imports fns, is not
+    assert "Metadata fresh for other" in warm.stderr, warm.stderr
+
+
+def test_daemon_started_on_a_warm_cache_reads_function_hooks(tmp_path: Path) -> None:
+    # dmypy started with --use-fine-grained-cache loads modules from mypy's
+    # cache: the module of the Functions is checked at start all the same,
+    # so an edit of a module applying them is typed.
+    proj = _project(tmp_path)
+    (proj / "model.py").unlink()
+    (proj / "fns.py").write_text(FUNCTIONS)
+    (proj / "user.py").write_text(APPLIES)
+    args = ["--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py", "fns.py"]
+    cold = _run([sys.executable, "-m", "mypy", "--cache-fine-grained", *args], proj)
+    assert "SpmdTensor[Literal['tp=V']]" in cold.stdout, cold.stdout + cold.stderr
+    dmypy = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(proj / ".dmypy.json")]
+    try:
+        _run(dmypy + ["start", "--", "--use-fine-grained-cache", *args[:4]], proj)
+        _edit(proj / "user.py", APPLIES + "# edited\n")
+        out = _run(dmypy + ["check", "user.py", "fns.py"], proj)
+        reveals = [line.split("Revealed type is ")[1] for line in out.stdout.splitlines() if "Revealed type" in line]
+        assert reveals == [
+            "\"spmd_phantom.SpmdTensor[Literal['tp=V']]\"", "\"spmd_phantom.SpmdTensor[Literal['tp=S(1)']]\""
+        ], out.stdout + out.stderr
+    finally:
+        _run(dmypy + ["stop"], proj)
 
 
 def test_daemon_reads_an_edited_function_hook_in_another_module(tmp_path: Path) -> None:
