@@ -47,7 +47,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from _ranks import free_port
 from _stats import bootstrap_ratio_ci

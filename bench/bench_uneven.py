@@ -60,7 +60,7 @@ def padded_all_gather(x: torch.Tensor, sizes: Sequence[int], group: dist.Process
 
 def padded_reduce_scatter(x: torch.Tensor, sizes: Sequence[int], c: int,
                           group: dist.ProcessGroup) -> torch.Tensor:
-    m, n = max(sizes), len(sizes)
+    m = max(sizes)
     send = torch.cat([_pad_dim0(p, m) for p in x.split(list(sizes), 0)], 0).contiguous()
     out = send.new_empty((m,) + tuple(send.shape[1:]))
     dist.reduce_scatter_single(out, send, group=group)

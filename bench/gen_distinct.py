@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Tuple
 
 AXES = ("dp", "tp", "ep")
 Types = Tuple[str, ...]  # one entry per axis of AXES: R, I, V, P or S(k)

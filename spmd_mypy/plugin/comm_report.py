@@ -188,7 +188,7 @@ def producers(sites: Sequence[Site]) -> Dict[Site, Site]:
 
 
 def _why(a: Step, b: Step) -> Optional[str]:
-    ka, kb = (kind(a.src), kind(a.dst)), (kind(b.src), kind(b.dst))
+    kb = (kind(b.src), kind(b.dst))
     slices = b.op == "convert" and kb[0] in "RI" and kb[1] in "VS"
     if a.op == "all_reduce" and slices:
         return (

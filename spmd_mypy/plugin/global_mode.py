@@ -47,7 +47,7 @@ from .annotations import AnnotationError, Meta
 from .decoding import decode
 from .global_scopes import global_axes_at, scopes_for
 from .carrier import carrier, spmd_of
-from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
+from .errors import SPMD_ANNOTATION, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
 from .guard import STRICT, default_return, guarded, nothing, report_skipped
 
 GLOBAL_OPS = "spmd_mypy.runtime.global_ops."

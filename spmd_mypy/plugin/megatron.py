@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import configparser
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..vocab.localtype import AxisType, Shard, V
 from ..vocab.megatron import (

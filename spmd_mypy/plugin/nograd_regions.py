@@ -19,7 +19,7 @@ Pure Python."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 from .sourcefile import FileIndex, callee_last_name
 

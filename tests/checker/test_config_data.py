@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from mypy.options import Options
+from mypy.plugin import ReportConfigContext
 
 import spmd_mypy.plugin as plugin_module
 from spmd_mypy.plugin import SpmdPlugin
@@ -20,7 +21,8 @@ def _plugin(tmp_path: Path, ini: str = "") -> SpmdPlugin:
 
 
 def test_config_data_carries_rules_digest_and_settings(tmp_path: Path) -> None:
-    data = _plugin(tmp_path, "\n[spmd_mypy]\naxes = dp, tp\nstrict = true\n").report_config_data(None)  # type: ignore[arg-type]
+    ctx = ReportConfigContext("model", str(tmp_path / "model.py"), is_check=True)
+    data = _plugin(tmp_path, "\n[spmd_mypy]\naxes = dp, tp\nstrict = true\n").report_config_data(ctx)
     assert data["axes"] == ["dp", "tp"] and data["strict"] is True
     assert len(data["rules"]) == 16
 

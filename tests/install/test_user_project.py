@@ -22,7 +22,6 @@ import shutil
 import site
 import subprocess
 import sys
-import textwrap
 import venv
 from pathlib import Path
 from typing import Dict, List, NamedTuple

@@ -92,7 +92,7 @@ def test_report_and_cli(tmp_path: Path) -> None:
         assert main([str(tmp_path)]) == 0
     text = out.getvalue()
     assert target.read_text() == (INPUTS / "unconverted.py").read_text()
-    assert f"+        spmd.all_reduce(x, \"tp\", src=P, dst=I),  # converted\n" in text
+    assert "+        spmd.all_reduce(x, \"tp\", src=P, dst=I),  # converted\n" in text
     notes = [line for line in text.splitlines() if ": not converted: " in line]
     assert notes == [f"{target}:{line}" for line in REPORT]
     assert text.splitlines()[-1] == "1 calls converted, 0 annotations added; 1 files would change; 10 not converted"

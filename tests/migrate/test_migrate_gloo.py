@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest

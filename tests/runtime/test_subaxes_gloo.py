@@ -189,16 +189,16 @@ def _collective(name: str, rank: int) -> Tuple[Tensor, Tensor, Layout, Layout]:
     g = values(name + "|g", C_SHAPE)
     if name.startswith("all_gather"):  # [x:(1)2, x:(2)2] -> [x:(1)2, R]
         src, dst = (SPLIT, ()), (((H1,), ()), ())
-        gsrc, gdst = src, (((H1,), ()), (H2,))
+        gdst = (((H1,), ()), (H2,))
     elif name.startswith("all_reduce"):  # P over x:(1)2 -> R, dim 1 on x:(2)2
         src, dst = (((), (H2,)), (H1,)), (((), (H2,)), ())
-        gsrc, gdst = dst, src
+        gdst = src
     elif name.startswith("reduce_scatter"):  # P over x:(2)2 -> S(1) there, dim 0 on x:(1)2
         src, dst = (((H1,), ()), (H2,)), (SPLIT, ())
-        gsrc, gdst = (((H1,), ()), ()), dst
+        gdst = dst
     else:  # all_to_all S(1) -> S(0) over x:(2)2, dim 0 already on x:(1)2
         src, dst = (SPLIT, ()), (((H1, H2), ()), ())
-        gsrc, gdst = src, dst
+        gdst = dst
     return distribute(full, src, name)[rank], distribute(g, gdst, name + "|g")[rank], src, dst
 
 

@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from hypothesis import strategies as st
 
 from .programs import (
-    AXES, LINEAR, NONLINEAR, Candidate, Input, Program, Shape, Stmt, Types, Value, _all_types,
+    AXES, LINEAR, NONLINEAR, Candidate, Input, Program, Stmt, Types, Value, _all_types,
     _fits, _local, _pick, _spelling, _types_of_op, annotation, binary_candidates,
     collective_candidates, inputs, unary_candidates,
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
-from typing import Dict, List, Mapping, Sequence, Set, Tuple
+from typing import List, Mapping, Sequence, Set, Tuple
 
 import pytest
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import itertools
 import math
 import pickle
-from typing import List, Tuple
+from typing import List
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spmd_mypy import P, PartitionSpec, R, SpecError, Spmd

@@ -465,6 +465,7 @@ __all__ = [
     "route_declared_values",
     "route_in_analyzer",
     "routed_in_analyzer",
+    "routed_whole",
     "wrap_untyped_calls",
     "ASSIGNED",
     "PHANTOM_MODULE",

@@ -9,7 +9,6 @@ from typing import Any, List, Optional, Tuple
 from mypy.checkmember import analyze_member_access
 from mypy.nodes import (
     ARG_POS,
-    CallExpr,
     Context,
     Expression,
     GeneratorExpr,

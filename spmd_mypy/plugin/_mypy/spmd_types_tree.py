@@ -41,7 +41,7 @@ from mypy.nodes import (
     TypeInfo,
     Var,
 )
-from mypy.types import Instance, LiteralType, Type, get_proper_type
+from mypy.types import Instance, Type, get_proper_type
 
 from .spmd_types_regions import rewrite_regions
 from .tree import sub_blocks
