@@ -15,8 +15,9 @@ call, so a second run changes nothing.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -39,6 +40,23 @@ TYPE_NAMES = ("I", "R", "P", "S", "V")
 HELPERS = by_qualified_name()
 UNCONVERTED = unconverted_by_qualified_name()
 STYLE_MODULES = frozenset(m for s in STYLES for m in s.modules)
+
+
+def _last_name(qualified: str) -> str:
+    parts = qualified.split(".")
+    return parts[-2] if parts[-1] == "apply" else parts[-1]
+
+
+# A helper is found by its qualified name, and whatever alias or attribute
+# path a module uses, the helper's own name is written in it (in the call, or
+# in the import that renames it): a file holding none of these words, and no
+# `.apply` of its own autograd Function, has nothing to convert or report.
+_WORDS = re.compile("|".join(sorted({re.escape(_last_name(q)) for q in (*HELPERS, *UNCONVERTED)})))
+
+
+def might_change(code: str) -> bool:
+    """Whether the codemod has anything to do in `code` (else: no parse)."""
+    return _WORDS.search(code) is not None or (".apply" in code and "Function" in code)
 
 
 @dataclass(frozen=True)
@@ -307,13 +325,85 @@ def _fix_imports(tree: cst.Module, original: cst.Module, names: Names, migrate: 
         AddImportsVisitor.add_needed_import(ctx, "spmd_mypy", name)
     for mod, obj, alias in _style_imports(original):
         RemoveImportsVisitor.remove_unused_import(ctx, mod, obj, alias)
-    tree = RemoveImportsVisitor(ctx).transform_module(tree)
+    tree = _RemoveImports(ctx).transform_module(tree)
     return AddImportsVisitor(ctx).transform_module(tree)
+
+
+Block = Union[cst.Module, cst.IndentedBlock]
+
+
+class _RemoveImports(RemoveImportsVisitor):
+    """libcst's visitor, keeping the layout around what it removes: a
+    parenthesized import that loses its last names keeps its trailing comma
+    (so `)` stays on its own line), and the blank lines and comments before
+    a removed import line move to the statement after it."""
+
+    def __init__(self, context: CodemodContext) -> None:
+        super().__init__(context)
+        self._removed: Dict[int, Sequence[cst.EmptyLine]] = {}  # id(original line) -> its leading lines
+
+    def leave_ImportFrom(
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ) -> Union[cst.ImportFrom, cst.RemovalSentinel]:
+        new = super().leave_ImportFrom(original_node, updated_node)
+        if not isinstance(new, cst.ImportFrom) or new.rpar is None or isinstance(new.names, cst.ImportStar):
+            return new
+        assert not isinstance(original_node.names, cst.ImportStar)
+        last, was_last = new.names[-1], original_node.names[-1]
+        if isinstance(was_last.comma, cst.Comma) and not isinstance(last.comma, cst.Comma):
+            new = new.with_changes(names=[*new.names[:-1], last.with_changes(comma=was_last.comma)])
+        return new
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        if not updated_node.body and original_node.body:  # emptied: libcst drops the line
+            self._removed[id(original_node)] = original_node.leading_lines
+        return updated_node
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return self._carry(original_node, super().leave_Module(original_node, updated_node))
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        return self._carry(original_node, updated_node)
+
+    def _carry(self, original: Block, updated: Block) -> Block:
+        """updated's statements, each given the leading lines of the removed lines before it."""
+        if not any(id(stmt) in self._removed for stmt in original.body):
+            return updated
+        body, kept, carried = list(updated.body), iter(range(len(updated.body))), []  # type: ignore[var-annotated]
+        for stmt in original.body:
+            if id(stmt) in self._removed:
+                carried += self._removed[id(stmt)]
+                continue
+            i = next(kept, None)
+            if i is None:
+                break
+            if carried:
+                own = list(body[i].leading_lines)  # type: ignore[union-attr]
+                if own and _blank(own[0]) and _blank(carried[-1]):
+                    carried = carried[:-1]  # one blank line where the two meet
+                body[i] = body[i].with_changes(leading_lines=[*carried, *own])
+                carried = []
+        return updated.with_changes(body=body)
+
+
+def _blank(line: cst.EmptyLine) -> bool:
+    return line.comment is None
 
 
 def migrate_source(code: str, axis: str = "tp", path: str = "<string>") -> Result:
     """Rewrite one module's helper calls; see the module docstring."""
-    original = cst.parse_module(code)
+    if not might_change(code):
+        return Result(code)
+    try:
+        original = cst.parse_module(code)
+    except cst.ParserSyntaxError as e:
+        result = Result(code)
+        at = re.search(r"error at (\d+):", e.message)  # libcst's own line (raw_line is where it stopped)
+        line = int(at.group(1)) if at else e.raw_line
+        result.notes.append(Note(path, line, "module", f"libcst cannot parse it, nothing converted ({e.message})"))
+        return result
     names = _names(original)
     migrate = _Migrate(original, path, axis, names)
     tree = MetadataWrapper(original, unsafe_skip_copy=True).visit(migrate)

@@ -171,3 +171,52 @@ def test_migrated_files_pass_mypy(request: pytest.FixtureRequest, tmp_path_facto
     assert len(errors) == 1 and errors[0].startswith(f"mutant.py:{line}: error: spmd.all_reduce on axis 'tp'"), (
         proc.stdout + proc.stderr
     )
+
+
+def test_removed_imports_keep_the_layout() -> None:
+    """Megatron's files (real code, d98e8a6): a parenthesized import that loses
+    its last names keeps `)` on its own line, and the blank line before a
+    removed import line stays (libcst's own visitor dropped both)."""
+    src = (
+        "import torch\n\n"
+        "from megatron.core import tensor_parallel\n"
+        "from megatron.core.tensor_parallel import (\n"
+        "    ColumnParallelLinear,\n"
+        "    gather_from_sequence_parallel_region,\n"
+        ")\n\n\n"
+        "def f(x):\n"
+        "    return tensor_parallel.gather_from_tensor_model_parallel_region(x), "
+        "gather_from_sequence_parallel_region(x), ColumnParallelLinear\n"
+    )
+    assert migrate_source(src).code == (
+        "import torch\n\n"
+        "from megatron.core.tensor_parallel import (\n"
+        "    ColumnParallelLinear,\n"
+        ")\n"
+        "import spmd_mypy as spmd\n"
+        "from spmd_mypy import I, R, S\n\n\n"
+        "def f(x):\n"
+        '    return spmd.all_gather(x, "tp", src=S(-1), dst=I), '
+        'spmd.all_gather(x, "tp", src=S(0), dst=R), ColumnParallelLinear\n'
+    )
+
+
+def test_a_file_without_helpers_is_not_parsed_and_one_libcst_cannot_parse_is_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import libcst
+
+    def refuse(code: str) -> None:
+        raise AssertionError("parsed")
+
+    with monkeypatch.context() as m:
+        m.setattr(libcst, "parse_module", refuse)
+        plain = "import torch\n\ndef f(x):\n    return torch.relu(x)\n"
+        assert migrate_source(plain).code == plain
+    broken = "from megatron.core.tensor_parallel import gather_from_sequence_parallel_region\ndef f(:\n    pass\n"
+    got = migrate_source(broken, path="broken.py")
+    assert got.code == broken and got.converted == 0
+    assert [(n.path, n.what, n.why.split(" (")[0]) for n in got.notes] == [
+        ("broken.py", "module", "libcst cannot parse it, nothing converted")
+    ]
+    assert got.notes[0].line in (2, 3)  # where libcst's parser says it failed
