@@ -61,8 +61,8 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
         if group is not None:
             return group
         relaxed = _mypy.attribute_write_type(ctx, name)
-        if relaxed is None:
-            return ctx.default_attr_type
+        if relaxed is None:  # no SPMD type declared; a list of plain tensors takes a list of carriers
+            return _mypy.plain_write_type(ctx.api, ctx.default_attr_type) or ctx.default_attr_type
         written = _mypy.written_value(ctx.api, ctx.context)
         if written is not None:
             _declare_written_parameter(ctx, name, written)
@@ -77,8 +77,14 @@ def _read(ctx: Any, name: str) -> _mypy.Type:
     (an Optional carrier attribute), the carrier the write narrows it to."""
     declared = ctx.default_attr_type
     present = _mypy.without_none(declared)
-    if present is None or present is declared or not _mypy.holds_carrier(present):
-        return declared  # most reads: not an Optional carrier
+    if present is None or present is declared:
+        return declared  # most reads: not Optional
+    if not _mypy.holds_carrier(present):
+        # an Optional list of plain tensors, written a list of carriers
+        # (plain_write_type): read as written, as without the plugin
+        if _mypy.plain_tensor_container(present) and _written_not_none(ctx):
+            return present
+        return declared
     value = _mypy.written_value(ctx.api, ctx.context)
     if value is None or _mypy.attribute_write_type(ctx, name) is None:
         return declared
@@ -88,6 +94,11 @@ def _read(ctx: Any, name: str) -> _mypy.Type:
     if _mypy.is_tensor(written) and _mypy.carried(written) is None:
         return present  # a plain tensor (nn.Parameter): present from now on
     return declared
+
+
+def _written_not_none(ctx: Any) -> bool:
+    value = _mypy.written_value(ctx.api, ctx.context)
+    return value is not None and _mypy.fullname_of(value) != "builtins.None"
 
 
 def _check_written_value(ctx: Any, name: str, written: _mypy.Expression) -> None:

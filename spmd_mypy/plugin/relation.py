@@ -250,10 +250,10 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     # ProcessGroup parameters declared as an axis take any group (checked below)
     group_params = _by_parameters(_GROUPS, sig, relaxed_group_parameters)
     if group_params is None and not any(e is not None for e in expected):
-        return sig
+        return _relax_plain_signature(ctx)  # no SPMD type: only its lists of tensors
     api = ctx.api
     relaxed = _by_parameters(_RELAXED_PARAMETERS, sig, lambda params: [
-        _mypy.relax_tensors(api, formal) if want is not None else formal
+        _mypy.relax_tensors(api, formal) if want is not None or _mypy.relaxes_plain(formal) else formal
         for want, formal in zip(expected, group_params or params)
     ])
     if len(_PENDING) >= _MAX_PENDING:
@@ -328,9 +328,13 @@ def relaxes_torch_parameters(params: List[_mypy.Type]) -> bool:
     return any(_mypy.relaxes_plain(t) for t in params)
 
 
-def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
+def _relax_plain_signature(ctx: Any) -> _mypy.CallableType:
     """torch.cat(parts) with parts a list of carriers: lists are invariant, so
-    list[Tensor] parameters become Sequence[Tensor]."""
+    list[Tensor] parameters become Sequence[Tensor] (dict: Mapping).  The
+    same for a function declaring no SPMD type (`def f(xs: List[Tensor])`,
+    signature_hook): once a file uses spmd its factories' results are
+    carriers, and a list of them is no list[Tensor]; such a function's
+    tensors are not checked anyway."""
     sig = ctx.default_signature
     if _UNCHANGED.get(id(sig)) is sig:
         return sig
@@ -351,7 +355,7 @@ def _relax_torch_signature(ctx: Any) -> _mypy.CallableType:
     return _mypy.with_arg_types(sig, relaxed)
 
 
-torch_signature_hook = guarded(_relax_torch_signature, default_signature)
+torch_signature_hook = guarded(_relax_plain_signature, default_signature)
 
 
 def _bound_parameters(fwd: _mypy.CallableType) -> Dict[int, Any]:

@@ -121,6 +121,28 @@ def relax_tensors(api: Any, typ: Type) -> Type:
     return typ
 
 
+def plain_write_type(api: Any, typ: Type) -> Optional[Type]:
+    """What a write accepts of an attribute declared with a list or dict of
+    plain tensors and no SPMD type anywhere (`self.bufs: List[Tensor]`): the
+    declared type with those made Sequence / Mapping, so a list of carriers
+    fits; None when nothing changes.  Reads keep the declared type."""
+    return relax_tensors(api, typ) if plain_tensor_container(typ) else None
+
+
+def plain_tensor_container(typ: Type) -> bool:
+    """A type with a list or dict of tensors in it and no SPMD type anywhere."""
+    return relaxes_plain(typ) and not _holds_carrier_deep(typ)
+
+
+def _holds_carrier_deep(typ: Type) -> bool:
+    p = get_proper_type(typ)
+    if is_carrier(p):
+        return True
+    if isinstance(p, (UnionType, TupleType)):
+        return any(_holds_carrier_deep(t) for t in p.items)
+    return isinstance(p, Instance) and any(_holds_carrier_deep(t) for t in p.args)
+
+
 def relaxes_plain(typ: Type) -> bool:
     """Whether relax_tensors changes a type that holds no carrier (a library
     signature's): only a list or dict of tensors, somewhere inside, does."""
