@@ -159,7 +159,18 @@ def _user_code(fullname: str) -> bool:
     return not fullname.startswith(_LIBRARY_PREFIXES) and fullname.partition(".")[0] not in _STDLIB
 
 
+# Methods of builtins' containers that store a value of the element type: a
+# dict or list of lists of plain tensors takes a list of carriers
+# (relation.storing_signature_hook).
+_STORING_METHODS = frozenset({
+    "builtins.dict.__setitem__", "builtins.dict.setdefault", "builtins.list.__setitem__",
+    "builtins.list.append", "builtins.list.insert",
+})
+
+
 def _signature_hook(plugin: Any, fullname: str) -> Optional[Hook]:
+    if fullname in _STORING_METHODS:
+        return relation.storing_signature_hook
     if fullname.startswith(_TORCH_FUNCTION_PREFIXES):
         # only a torch function with a list of tensors among its parameters
         # needs the hook (torch.cat, torch.stack): mypy then skips building a

@@ -358,6 +358,20 @@ def _relax_plain_signature(ctx: Any) -> _mypy.CallableType:
 torch_signature_hook = guarded(_relax_plain_signature, default_signature)
 
 
+def _relax_stored_value(ctx: Any) -> _mypy.CallableType:
+    """`groups.append(views)`, `by_key[k] = views` on a container of lists of
+    plain tensors: the value's list relaxed as a parameter's is.  A bound
+    method's signature is new at each call, so nothing is memoised."""
+    sig = ctx.default_signature
+    plain = [_mypy.plain_tensor_container(t) for t in sig.arg_types]  # an SPMD-typed list stays invariant
+    if not any(plain):
+        return sig
+    return _mypy.with_arg_types(sig, [_mypy.relax_tensors(ctx.api, t) if p else t for t, p in zip(sig.arg_types, plain)])
+
+
+storing_signature_hook = guarded(_relax_stored_value, default_signature)
+
+
 def _bound_parameters(fwd: _mypy.CallableType) -> Dict[int, Any]:
     """layout_vars.bound_parameters, imported only for a signature with a
     parameter typed by a variable with values (else it is empty)."""
