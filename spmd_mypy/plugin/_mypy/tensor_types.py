@@ -72,14 +72,22 @@ def has_tensor(typ: Type) -> bool:
     return False
 
 
-def has_tensor_deep(typ: Type) -> bool:
+# How deep the walks below look into a type: a recursive alias (packaging's
+# `MarkerList = List[Union[..., "MarkerList"]]`, one in torch's pipelining
+# that a list's append meets) never ends.
+_DEPTH = 8
+
+
+def has_tensor_deep(typ: Type, depth: int = _DEPTH) -> bool:
     p = get_proper_type(typ)
     if is_tensor(p):
         return True
+    if depth <= 0:
+        return False
     if isinstance(p, (UnionType, TupleType)):
-        return any(has_tensor_deep(t) for t in p.items)
+        return any(has_tensor_deep(t, depth - 1) for t in p.items)
     if isinstance(p, Instance):
-        return any(has_tensor_deep(t) for t in p.args)
+        return any(has_tensor_deep(t, depth - 1) for t in p.args)
     return False
 
 
@@ -102,18 +110,20 @@ def element_types(typ: Type, depth: int = 6) -> List[Type]:
 _COVARIANT = {"builtins.list": "typing.Sequence", "builtins.dict": "typing.Mapping"}
 
 
-def relax_tensors(api: Any, typ: Type) -> Type:
+def relax_tensors(api: Any, typ: Type, depth: int = _DEPTH) -> Type:
     """typ with every carrier made a plain Tensor and every list/dict of tensors made
     a Sequence/Mapping (lists are invariant: list[SpmdTensor[...]] is no list[Tensor])."""
     p = get_proper_type(typ)
     if is_carrier(p):
         return plain_tensor_like(p)
+    if depth <= 0:
+        return typ
     if isinstance(p, UnionType):
-        return UnionType([relax_tensors(api, t) for t in p.items], p.line, p.column)
+        return UnionType([relax_tensors(api, t, depth - 1) for t in p.items], p.line, p.column)
     if isinstance(p, TupleType):
-        return p.copy_modified(items=[relax_tensors(api, t) for t in p.items])
-    if isinstance(p, Instance) and p.args and has_tensor_deep(p):
-        args = [relax_tensors(api, t) for t in p.args]
+        return p.copy_modified(items=[relax_tensors(api, t, depth - 1) for t in p.items])
+    if isinstance(p, Instance) and p.args and has_tensor_deep(p, depth):
+        args = [relax_tensors(api, t, depth - 1) for t in p.args]
         target = _COVARIANT.get(p.type.fullname)
         if target is not None:
             return api.named_generic_type(target, args)
@@ -131,26 +141,30 @@ def plain_write_type(api: Any, typ: Type) -> Optional[Type]:
 
 def plain_tensor_container(typ: Type) -> bool:
     """A type with a list or dict of tensors in it and no SPMD type anywhere."""
-    return relaxes_plain(typ) and not _holds_carrier_deep(typ)
+    return relaxes_plain(typ) and not _holds_carrier_deep(typ, _DEPTH)
 
 
-def _holds_carrier_deep(typ: Type) -> bool:
+def _holds_carrier_deep(typ: Type, depth: int) -> bool:
     p = get_proper_type(typ)
     if is_carrier(p):
         return True
+    if depth <= 0:
+        return False
     if isinstance(p, (UnionType, TupleType)):
-        return any(_holds_carrier_deep(t) for t in p.items)
-    return isinstance(p, Instance) and any(_holds_carrier_deep(t) for t in p.args)
+        return any(_holds_carrier_deep(t, depth - 1) for t in p.items)
+    return isinstance(p, Instance) and any(_holds_carrier_deep(t, depth - 1) for t in p.args)
 
 
-def relaxes_plain(typ: Type) -> bool:
+def relaxes_plain(typ: Type, depth: int = _DEPTH) -> bool:
     """Whether relax_tensors changes a type that holds no carrier (a library
     signature's): only a list or dict of tensors, somewhere inside, does."""
+    if depth <= 0:
+        return False
     p = get_proper_type(typ)
     if isinstance(p, (UnionType, TupleType)):
-        return any(relaxes_plain(t) for t in p.items)
-    if isinstance(p, Instance) and p.args and has_tensor_deep(p):
-        return p.type.fullname in _COVARIANT or any(relaxes_plain(t) for t in p.args)
+        return any(relaxes_plain(t, depth - 1) for t in p.items)
+    if isinstance(p, Instance) and p.args and has_tensor_deep(p, depth):
+        return p.type.fullname in _COVARIANT or any(relaxes_plain(t, depth - 1) for t in p.args)
     return False
 
 
