@@ -62,7 +62,9 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
             return group
         relaxed = _mypy.attribute_write_type(ctx, name)
         if relaxed is None:  # no SPMD type declared; a list of plain tensors takes a list of carriers
-            return _mypy.plain_write_type(ctx.api, ctx.default_attr_type) or ctx.default_attr_type
+            if _mypy.holds_carriers_already(_mypy.written_value(ctx.api, ctx.context)):
+                return _mypy.plain_write_type(ctx.api, ctx.default_attr_type) or ctx.default_attr_type
+            return ctx.default_attr_type
         written = _mypy.written_value(ctx.api, ctx.context)
         if written is not None:
             _declare_written_parameter(ctx, name, written)
@@ -82,7 +84,7 @@ def _read(ctx: Any, name: str) -> _mypy.Type:
     if not _mypy.holds_carrier(present):
         # an Optional list of plain tensors, written a list of carriers
         # (plain_write_type): read as written, as without the plugin
-        if _mypy.plain_tensor_container(present) and _written_not_none(ctx):
+        if _mypy.plain_tensor_container(present) and _written_carriers(ctx):
             return present
         return declared
     value = _mypy.written_value(ctx.api, ctx.context)
@@ -96,9 +98,8 @@ def _read(ctx: Any, name: str) -> _mypy.Type:
     return declared
 
 
-def _written_not_none(ctx: Any) -> bool:
-    value = _mypy.written_value(ctx.api, ctx.context)
-    return value is not None and _mypy.fullname_of(value) != "builtins.None"
+def _written_carriers(ctx: Any) -> bool:
+    return _mypy.holds_carriers_already(_mypy.written_value(ctx.api, ctx.context))
 
 
 def _check_written_value(ctx: Any, name: str, written: _mypy.Expression) -> None:

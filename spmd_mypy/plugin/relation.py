@@ -221,6 +221,13 @@ def _by_parameters(table: ByParameters, sig: _mypy.CallableType, compute: Callab
 _EXPECTED: ByParameters = {}  # -> what each parameter asks (see _expected)
 _GROUPS: ByParameters = {}  # -> the parameters with groups relaxed (None: no group of an axis)
 _RELAXED_PARAMETERS: ByParameters = {}  # -> the parameter types the signature hook gives mypy
+_RELAXED_SPMD: ByParameters = {}  # -> the same, lists of plain tensors left as declared
+
+
+def _given_carriers(ctx: Any) -> bool:
+    """Whether an argument of the call is a name already typed as holding
+    carriers (a list of them: lists are invariant, see _relax_plain_signature)."""
+    return any(_mypy.holds_carriers_already(arg) for args in ctx.args for arg in args)
 
 
 def _expected_of(sig: _mypy.CallableType) -> List[Optional[Wants]]:
@@ -250,10 +257,12 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     # ProcessGroup parameters declared as an axis take any group (checked below)
     group_params = _by_parameters(_GROUPS, sig, relaxed_group_parameters)
     if group_params is None and not any(e is not None for e in expected):
-        return _relax_plain_signature(ctx)  # no SPMD type: only its lists of tensors
+        # no SPMD type: only its lists of tensors, for a list of carriers
+        return _relax_plain_signature(ctx) if _given_carriers(ctx) else sig
     api = ctx.api
-    relaxed = _by_parameters(_RELAXED_PARAMETERS, sig, lambda params: [
-        _mypy.relax_tensors(api, formal) if want is not None or _mypy.relaxes_plain(formal) else formal
+    plain_too = _given_carriers(ctx)
+    relaxed = _by_parameters(_RELAXED_PARAMETERS if plain_too else _RELAXED_SPMD, sig, lambda params: [
+        _mypy.relax_tensors(api, formal) if want is not None or (plain_too and _mypy.relaxes_plain(formal)) else formal
         for want, formal in zip(expected, group_params or params)
     ])
     if len(_PENDING) >= _MAX_PENDING:
@@ -332,9 +341,9 @@ def _relax_plain_signature(ctx: Any) -> _mypy.CallableType:
     """torch.cat(parts) with parts a list of carriers: lists are invariant, so
     list[Tensor] parameters become Sequence[Tensor] (dict: Mapping).  The
     same for a function declaring no SPMD type (`def f(xs: List[Tensor])`,
-    signature_hook): once a file uses spmd its factories' results are
-    carriers, and a list of them is no list[Tensor]; such a function's
-    tensors are not checked anyway."""
+    signature_hook) when an argument is a name holding carriers: once a file
+    uses spmd its factories' results are carriers, and a list of them is no
+    list[Tensor]; such a function's tensors are not checked anyway."""
     sig = ctx.default_signature
     if _UNCHANGED.get(id(sig)) is sig:
         return sig
@@ -363,6 +372,8 @@ def _relax_stored_value(ctx: Any) -> _mypy.CallableType:
     plain tensors: the value's list relaxed as a parameter's is.  A bound
     method's signature is new at each call, so nothing is memoised."""
     sig = ctx.default_signature
+    if not _given_carriers(ctx):
+        return sig  # most calls: the value is no name holding carriers
     plain = [_mypy.plain_tensor_container(t) for t in sig.arg_types]  # an SPMD-typed list stays invariant
     if not any(plain):
         return sig

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional, Tuple
 
-from mypy.nodes import Expression, ListExpr, TypeInfo, Var
+from mypy.nodes import Expression, ListExpr, RefExpr, TypeInfo, Var
 from mypy.copytype import copy_type
 from mypy.subtypes import is_subtype
 from mypy.types import (
@@ -137,6 +137,17 @@ def plain_write_type(api: Any, typ: Type) -> Optional[Type]:
     declared type with those made Sequence / Mapping, so a list of carriers
     fits; None when nothing changes.  Reads keep the declared type."""
     return relax_tensors(api, typ) if plain_tensor_container(typ) else None
+
+
+def holds_carriers_already(expr: object) -> bool:
+    """Whether `expr` is a name (or attribute) whose type mypy has already
+    inferred and that holds a carrier (`views = [a.view(1) for ...]`: a list
+    of carriers).  A list display or comprehension written at the call is
+    typed in the parameter's context and needs nothing; a name of another
+    list (`list[Parameter]`) keeps plain mypy's verdict."""
+    node = expr.node if isinstance(expr, RefExpr) else None
+    typ = node.type if isinstance(node, Var) else None
+    return typ is not None and _holds_carrier_deep(typ, _DEPTH)
 
 
 def plain_tensor_container(typ: Type) -> bool:
