@@ -35,10 +35,12 @@ if TYPE_CHECKING:
 
 def report_arg(
     api: Any, expr: Any, got: Spmd, want: Spmd, what: str, code: _mypy.ErrorCode = SPMD_ARG,
-    branch: bool = False,
+    branch: bool = False, inside: Optional[str] = None,
 ) -> None:
     """`branch`: `got` is one alternative of a value from branches, whose fix
-    belongs in the branch that gives it (said in words, not as a call here)."""
+    belongs in the branch that gives it (said in words, not as a call here).
+    `inside`: the tensor is an item of `expr` ("list": the fix is a
+    comprehension over it; any other container: no call is offered)."""
     if got is want or got == want:
         return  # the common case, and never an error
     if not got.nograd and in_function_body(api, expr):
@@ -59,7 +61,7 @@ def report_arg(
             code=code,
         )
     for axis, g in hidden:
-        fix = fix_call(g, R, axis, name) if g is P else None
+        fix = _fix(g, R, axis, name, inside) if g is P else None
         api.fail(
             f"{what} is {g} on axis {axis!r}, which the annotation does not name: "
             + (
@@ -75,7 +77,7 @@ def report_arg(
             code=code,
         )
     for axis, g, w in wrong:
-        fix = fix_call(g, w, axis, name)
+        fix = _fix(g, w, axis, name, inside)
         if fix and branch:
             fix = f"in the branch where {name} is {g}, {fix}"
         api.fail(
@@ -86,6 +88,13 @@ def report_arg(
         )
 
 
+def _fix(got: Any, want: Any, axis: str, name: str, inside: Optional[str]) -> Optional[str]:
+    if inside is None:
+        return fix_call(got, want, axis, name)
+    each = fix_call(got, want, axis, "t") if inside == "list" else None
+    return f"[{each} for t in {name}]" if each else None
+
+
 # What a declared place (parameter, return, assignment) accepts: one SPMD
 # type, or each alternative of a declared Union of tensors.
 Wants = Tuple[Spmd, ...]
@@ -93,7 +102,7 @@ Wants = Tuple[Spmd, ...]
 
 def report_against(
     api: Any, expr: Any, got: Spmd, wants: Wants, what: str, code: _mypy.ErrorCode = SPMD_ARG,
-    branch: bool = False,
+    branch: bool = False, inside: Optional[str] = None,
 ) -> None:
     """report_arg against a declared Union: a value fits when it fits one
     alternative (each alternative of a value from branches is checked on its
@@ -106,7 +115,7 @@ def report_against(
             return
         wants = (wants[counts.index(min(counts))],)
     if wants:
-        report_arg(api, expr, got, wants[0], what, code, branch)
+        report_arg(api, expr, got, wants[0], what, code, branch, inside)
 
 
 def wants_of(declared: _mypy.Type) -> Optional[Wants]:
@@ -142,11 +151,12 @@ def _check_argument(api: Any, expr: Any, typ: _mypy.Type, want: Wants, label: st
     pairs = [(item, _mypy.typed_before(api, item)) for item in items] if items is not None else [(expr, typ)]
     for item, item_type in pairs:
         branch = _mypy.union_alternatives(item_type) is not None  # a value from branches
+        inside = _mypy.container_kind(item_type)  # a list of tensors: the fix is per item
         for t in _mypy.element_types(item_type):
             got = spmd_of(t)
             held.append(got)
             if got is not None:
-                report_against(api, item, got, want, label, branch=branch)
+                report_against(api, item, got, want, label, branch=branch, inside=inside)
     return held
 
 

@@ -139,6 +139,17 @@ def plain_write_type(api: Any, typ: Type) -> Optional[Type]:
     return relax_tensors(api, typ) if plain_tensor_container(typ) else None
 
 
+def container_kind(typ: Type) -> Optional[str]:
+    """"list" for a list or Sequence, "other" for another container (a tuple,
+    a dict), None for a tensor or an Optional / Union of tensors."""
+    p = get_proper_type(typ)
+    if isinstance(p, TupleType):
+        return "other"
+    if isinstance(p, Instance) and not is_tensor(p):
+        return "list" if p.type.fullname in ("builtins.list", "typing.Sequence") else "other"
+    return None
+
+
 def holds_carriers_already(expr: object) -> bool:
     """Whether `expr` is a name (or attribute) whose type mypy has already
     inferred and that holds a carrier (`views = [a.view(1) for ...]`: a list
