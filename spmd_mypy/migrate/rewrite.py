@@ -371,14 +371,13 @@ class _RemoveImports(RemoveImportsVisitor):
         """updated's statements, each given the leading lines of the removed lines before it."""
         if not any(id(stmt) in self._removed for stmt in original.body):
             return updated
-        body, kept, carried = list(updated.body), iter(range(len(updated.body))), []  # type: ignore[var-annotated]
+        body, carried = list(updated.body), []  # type: ignore[var-annotated]
+        kept = iter(range(len(body)))  # updated.body holds the statements not removed, in order
         for stmt in original.body:
             if id(stmt) in self._removed:
                 carried += self._removed[id(stmt)]
                 continue
-            i = next(kept, None)
-            if i is None:
-                break
+            i = next(kept)
             if carried:
                 own = list(body[i].leading_lines)  # type: ignore[union-attr]
                 if own and _blank(own[0]) and _blank(carried[-1]):

@@ -62,7 +62,7 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
             return group
         relaxed = _mypy.attribute_write_type(ctx, name)
         if relaxed is None:  # no SPMD type declared; a list of plain tensors takes a list of carriers
-            if _mypy.holds_carriers_already(_mypy.written_value(ctx.api, ctx.context)):
+            if _written_carriers(ctx):
                 return _mypy.plain_write_type(ctx.api, ctx.default_attr_type) or ctx.default_attr_type
             return ctx.default_attr_type
         written = _mypy.written_value(ctx.api, ctx.context)

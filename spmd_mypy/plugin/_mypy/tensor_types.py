@@ -3,7 +3,7 @@ and the signatures and tuples hooks rebuild."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 from mypy.nodes import Expression, ListExpr, RefExpr, TypeInfo, Var
 from mypy.copytype import copy_type
@@ -78,17 +78,21 @@ def has_tensor(typ: Type) -> bool:
 _DEPTH = 8
 
 
-def has_tensor_deep(typ: Type, depth: int = _DEPTH) -> bool:
+def _holds_deep(typ: Type, leaf: Callable[[ProperType], bool], depth: int) -> bool:
+    """Whether `leaf` holds of typ or of a type inside it (Union and tuple
+    items, type arguments), down to `depth`."""
     p = get_proper_type(typ)
-    if is_tensor(p):
+    if leaf(p):
         return True
     if depth <= 0:
         return False
     if isinstance(p, (UnionType, TupleType)):
-        return any(has_tensor_deep(t, depth - 1) for t in p.items)
-    if isinstance(p, Instance):
-        return any(has_tensor_deep(t, depth - 1) for t in p.args)
-    return False
+        return any(_holds_deep(t, leaf, depth - 1) for t in p.items)
+    return isinstance(p, Instance) and any(_holds_deep(t, leaf, depth - 1) for t in p.args)
+
+
+def has_tensor_deep(typ: Type, depth: int = _DEPTH) -> bool:
+    return _holds_deep(typ, is_tensor, depth)
 
 
 def element_types(typ: Type, depth: int = 6) -> List[Type]:
@@ -158,23 +162,12 @@ def holds_carriers_already(expr: object) -> bool:
     list (`list[Parameter]`) keeps plain mypy's verdict."""
     node = expr.node if isinstance(expr, RefExpr) else None
     typ = node.type if isinstance(node, Var) else None
-    return typ is not None and _holds_carrier_deep(typ, _DEPTH)
+    return typ is not None and _holds_deep(typ, is_carrier, _DEPTH)
 
 
 def plain_tensor_container(typ: Type) -> bool:
     """A type with a list or dict of tensors in it and no SPMD type anywhere."""
-    return relaxes_plain(typ) and not _holds_carrier_deep(typ, _DEPTH)
-
-
-def _holds_carrier_deep(typ: Type, depth: int) -> bool:
-    p = get_proper_type(typ)
-    if is_carrier(p):
-        return True
-    if depth <= 0:
-        return False
-    if isinstance(p, (UnionType, TupleType)):
-        return any(_holds_carrier_deep(t, depth - 1) for t in p.items)
-    return isinstance(p, Instance) and any(_holds_carrier_deep(t, depth - 1) for t in p.args)
+    return relaxes_plain(typ) and not _holds_deep(typ, is_carrier, _DEPTH)
 
 
 def relaxes_plain(typ: Type, depth: int = _DEPTH) -> bool:
