@@ -230,30 +230,70 @@ def _by_parameters(table: ByParameters, sig: _mypy.CallableType, compute: Callab
 
 _EXPECTED: ByParameters = {}  # -> what each parameter asks (see _expected)
 _GROUPS: ByParameters = {}  # -> the parameters with groups relaxed (None: no group of an axis)
-_RELAXED_PARAMETERS: ByParameters = {}  # -> the parameter types the signature hook gives mypy
-_RELAXED_SPMD: ByParameters = {}  # -> the same, lists of plain tensors left as declared
-
-
-def _given_carriers(ctx: Any) -> bool:
-    """Whether an argument of the call is a name already typed as holding
-    carriers (a list of them: lists are invariant, see _relax_plain_signature)."""
-    return any(_mypy.holds_carriers_already(arg) for args in ctx.args for arg in args)
+_RELAXED_SPMD: ByParameters = {}  # -> the parameter types the signature hook gives mypy
+_LISTS: ByParameters = {}  # -> per parameter, whether it holds a list or dict of tensors
 
 
 def _expected_of(sig: _mypy.CallableType) -> List[Optional[Wants]]:
     return _by_parameters(_EXPECTED, sig, lambda params: [_expected(t) for t in params])
 
 
+def _lists_of(sig: _mypy.CallableType) -> List[bool]:
+    return _by_parameters(_LISTS, sig, lambda params: [_mypy.relaxes_plain(t) for t in params])
+
+
+def _given_lists(ctx: Any, sig: _mypy.CallableType) -> List[bool]:
+    """Per parameter declaring a list or dict of plain tensors: whether it is
+    given only names already typed as holding carriers that fit it as plain
+    mypy sees them (`views = [a.view(1) for ...]`, a list of carriers: lists
+    are invariant, so it is no list[Tensor] until relaxed).  A display or
+    comprehension written at the call is typed in the parameter's context
+    and needs nothing; a name of another list, or of a tuple, keeps plain
+    mypy's verdict."""
+    lists = _lists_of(sig)
+    if not any(lists):
+        return lists
+    api = ctx.api
+    return [
+        is_list and i < len(ctx.args) and bool(ctx.args[i])
+        and all(_fits_plain_name(api, a, sig.arg_types[i]) for a in ctx.args[i])
+        for i, is_list in enumerate(lists)
+    ]
+
+
+def _relax_given(api: Any, sig: _mypy.CallableType, params: List[_mypy.Type], given: List[bool]) -> List[_mypy.Type]:
+    return [_mypy.relax_tensors(api, t) if g else t for t, g in zip(params, given)] if any(given) else params
+
+
+def _keep_displays(ctx: Any, sig: _mypy.CallableType, expected: List[Optional[Wants]], relaxed: List[_mypy.Type]) -> List[_mypy.Type]:
+    """A list or dict parameter declaring an SPMD type, given only displays
+    or comprehensions (`take([a, b])`): its list stays a list, carriers made
+    plain, so mypy types the display in that context and holds its shape
+    (items are checked per axis all the same).  Any other argument gets the
+    Sequence / Mapping, and its shape is held against the declared list by
+    the function hook (_fits_declared)."""
+    lists = _lists_of(sig)
+    keep = [
+        want is not None and is_list and i < len(ctx.args) and bool(ctx.args[i])
+        and all(_mypy.typed_in_context(a) for a in ctx.args[i])
+        for i, (want, is_list) in enumerate(zip(expected, lists))
+    ]
+    if not any(keep):
+        return relaxed
+    return [_mypy.erase_carriers(ctx.api, t) if k else r for t, r, k in zip(sig.arg_types, relaxed, keep)]
+
+
 # Between the signature hook and the function hook of one call: the call,
 # and per overload item tried (one for a plain function) the signature mypy
-# had before relaxing, what each parameter asks and the relaxed result type
-# object, by its id.  mypy tries an overload's items in turn with errors
-# filtered and passes the item's result type object to the function hook,
-# so each item's arguments are checked against that item's parameters (an
-# item whose arguments do not fit is not taken).  Keyed by the call
-# expression, which the entry keeps alive; mypy may type a call more than
-# once, so an item's entry stays until the next signature hook of that item.
-Pending = Tuple[_mypy.CallableType, List[Optional[Wants]], _mypy.Type]
+# had before relaxing, what each parameter asks and the relaxed signature
+# (its result type object is the key).  mypy tries an overload's items in
+# turn with errors filtered and passes the item's result type object to the
+# function hook, so each item's arguments are checked against that item's
+# parameters (an item whose arguments do not fit is not taken).  Keyed by
+# the call expression, which the entry keeps alive; mypy may type a call
+# more than once, so an item's entry stays until the next signature hook of
+# that item.
+Pending = Tuple[_mypy.CallableType, List[Optional[Wants]], _mypy.CallableType]
 _PENDING: Dict[int, Tuple[Any, Dict[int, Pending]]] = {}
 _MAX_PENDING = 65536
 
@@ -266,15 +306,17 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     expected = _expected_of(sig)
     # ProcessGroup parameters declared as an axis take any group (checked below)
     group_params = _by_parameters(_GROUPS, sig, relaxed_group_parameters)
-    if group_params is None and not any(e is not None for e in expected):
-        # no SPMD type: only its lists of tensors, for a list of carriers
-        return _relax_plain_signature(ctx) if _given_carriers(ctx) else sig
+    given = _given_lists(ctx, sig)
     api = ctx.api
-    plain_too = _given_carriers(ctx)
-    relaxed = _by_parameters(_RELAXED_PARAMETERS if plain_too else _RELAXED_SPMD, sig, lambda params: [
-        _mypy.relax_tensors(api, formal) if want is not None or (plain_too and _mypy.relaxes_plain(formal)) else formal
+    if group_params is None and not any(e is not None for e in expected):
+        # no SPMD type: only its lists of tensors, given lists of carriers
+        relaxed_plain = _relax_given(api, sig, sig.arg_types, given)
+        return sig if relaxed_plain is sig.arg_types else _mypy.with_arg_types(sig, relaxed_plain)
+    relaxed = _by_parameters(_RELAXED_SPMD, sig, lambda params: [
+        _mypy.relax_tensors(api, formal) if want is not None else formal
         for want, formal in zip(expected, group_params or params)
     ])
+    relaxed = _relax_given(api, sig, _keep_displays(ctx, sig, expected, relaxed), given)
     if len(_PENDING) >= _MAX_PENDING:
         _PENDING.clear()
     entry = _PENDING.get(id(ctx.context))
@@ -284,7 +326,7 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     for key in [k for k, item in items.items() if item[0] is sig]:
         del items[key]  # this item typed again: one entry per item
     out = _mypy.with_arg_types(sig, relaxed, own_result=True)
-    items[id(out.ret_type)] = (sig, expected, out.ret_type)
+    items[id(out.ret_type)] = (sig, expected, out)
     return out
 
 
@@ -295,7 +337,7 @@ def _pending(ctx: Any) -> Optional[Pending]:
     if entry is None or entry[0] is not ctx.context or not entry[1]:
         return None
     hit = entry[1].get(id(ctx.default_return_type))
-    if hit is not None and hit[2] is ctx.default_return_type:
+    if hit is not None and hit[2].ret_type is ctx.default_return_type:
         return hit
     return next(reversed(entry[1].values()))
 
@@ -304,6 +346,19 @@ def pending_signature(ctx: Any) -> Optional[_mypy.CallableType]:
     """The unrelaxed signature of the call a function hook is typing, if relaxed."""
     entry = _pending(ctx)
     return entry[0] if entry is not None else None
+
+
+def _fits_declared(ctx: Any, entry: Pending, i: int, expr: Any, typ: _mypy.Type, kind: Any) -> bool:
+    """Whether an argument of a parameter relaxed to Sequence / Mapping has
+    the shape its declared list or dict asks (a tuple does not); if not,
+    plain mypy's error for it.  An argument that does not fit the relaxed
+    parameter either has mypy's error already."""
+    sig, _, relaxed = entry
+    if not _lists_of(sig)[i] or _mypy.fits_as_plain(ctx.api, typ, sig.arg_types[i]):
+        return True
+    if _mypy.fits_as_plain(ctx.api, typ, relaxed.arg_types[i]):
+        _mypy.report_as_plain(ctx, sig, i, expr, typ, kind)
+    return False
 
 
 def _check_arguments(ctx: Any, callee: str) -> _mypy.Type:
@@ -322,8 +377,9 @@ def _check_arguments(ctx: Any, callee: str) -> _mypy.Type:
             continue
         name = sig.arg_names[i] if i < len(sig.arg_names) else None
         label = f'Argument "{name}" to "{callee}"' if name else f'Argument {i + 1} to "{callee}"'
-        for expr, typ in zip(ctx.args[i], ctx.arg_types[i]):
-            held += _check_argument(ctx.api, expr, typ, want, label)
+        for expr, typ, kind in zip(ctx.args[i], ctx.arg_types[i], ctx.arg_kinds[i]):
+            if _fits_declared(ctx, entry, i, expr, typ, kind):
+                held += _check_argument(ctx.api, expr, typ, want, label)
     named = {a for e in expected if e is not None for w in e for a in w.axes}
     return _with_passthrough(ctx.api, ctx.default_return_type, _passthrough(held, named), named)
 
@@ -379,15 +435,22 @@ torch_signature_hook = guarded(_relax_plain_signature, default_signature)
 
 def _relax_stored_value(ctx: Any) -> _mypy.CallableType:
     """`groups.append(views)`, `by_key[k] = views` on a container of lists of
-    plain tensors: the value's list relaxed as a parameter's is.  A bound
-    method's signature is new at each call, so nothing is memoised."""
+    plain tensors: the value's list relaxed as a parameter's is (_given_lists).
+    A bound method's signature is new at each call, so nothing is memoised."""
     sig = ctx.default_signature
-    if not _given_carriers(ctx):
-        return sig  # most calls: the value is no name holding carriers
-    plain = [_mypy.plain_tensor_container(t) for t in sig.arg_types]  # an SPMD-typed list stays invariant
-    if not any(plain):
-        return sig
-    return _mypy.with_arg_types(sig, [_mypy.relax_tensors(ctx.api, t) if p else t for t, p in zip(sig.arg_types, plain)])
+    api = ctx.api
+    given = [
+        i < len(ctx.args) and bool(ctx.args[i]) and _mypy.plain_tensor_container(formal)  # an SPMD-typed list stays invariant
+        and all(_fits_plain_name(api, a, formal) for a in ctx.args[i])
+        for i, formal in enumerate(sig.arg_types)
+    ]
+    relaxed = _relax_given(api, sig, sig.arg_types, given)
+    return sig if relaxed is sig.arg_types else _mypy.with_arg_types(sig, relaxed)
+
+
+def _fits_plain_name(api: Any, expr: Any, formal: _mypy.Type) -> bool:
+    typ = _mypy.carrier_name_type(api, expr)
+    return typ is not None and _mypy.fits_as_plain(api, typ, formal)
 
 
 storing_signature_hook = guarded(_relax_stored_value, default_signature)

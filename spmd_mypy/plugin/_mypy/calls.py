@@ -13,6 +13,7 @@ from mypy.typeops import bind_self
 from mypy.types import CallableType, FunctionLike, Instance, Overloaded, Type, TypeType, get_proper_type
 
 from .analyzer import node_of
+from .tensor_types import erase_carriers
 
 
 def error_code(code: str, description: str) -> ErrorCode:
@@ -224,3 +225,19 @@ def declared_parameters(plugin: Any, fullname: str) -> Optional[List[Type]]:
     if isinstance(typ, Overloaded):
         return [t for item in typ.items for t in item.arg_types]
     return None
+
+
+def report_as_plain(ctx: Any, callee: CallableType, formal: int, expr: Expression, actual: Type, kind: Any) -> None:
+    """mypy's own error for an argument that does not fit its parameter, with
+    every carrier erased: the message plain mypy gives (`Argument 1 to "f"
+    has incompatible type "tuple[Tensor, Tensor]"; expected "list[Tensor]"`)."""
+    api = ctx.api
+    plain = callee.copy_modified(arg_types=[erase_carriers(api, t) for t in callee.arg_types])
+    erased = erase_carriers(api, actual)
+    call = ctx.context
+    actuals = call.args if isinstance(call, CallExpr) else []
+    n = next((k for k, a in enumerate(actuals) if a is expr), formal) + 1
+    object_type = getattr(ctx, "type", None)  # a method's receiver: 'of "Engine"'
+    api.expr_checker.check_arg(
+        erased, erased, kind, plain.arg_types[formal], n, formal + 1, plain, object_type, expr, call
+    )

@@ -12,16 +12,21 @@ from mypy.nodes import (
     ARG_STAR2,
     CallExpr,
     Context,
+    DictExpr,
+    DictionaryComprehension,
     EllipsisExpr,
     Expression,
     FloatExpr,
     IndexExpr,
     IntExpr,
+    ListComprehension,
     ListExpr,
     MemberExpr,
     NameExpr,
     OpExpr,
     RefExpr,
+    SetComprehension,
+    SetExpr,
     SliceExpr,
     StrExpr,
     TupleExpr,
@@ -276,3 +281,13 @@ def display_items(expr: Expression) -> Optional[List[Expression]]:
     if isinstance(expr, (ListExpr, TupleExpr)):
         return list(expr.items)
     return None
+
+
+_CONTEXT_TYPED = (ListExpr, DictExpr, SetExpr, ListComprehension, SetComprehension, DictionaryComprehension)
+
+
+def typed_in_context(expr: Expression) -> bool:
+    """A list, dict or set display or comprehension: mypy infers its element
+    type from the parameter it is passed to, so against a Sequence its
+    type no longer tells a list of lists from a list of tuples."""
+    return isinstance(expr, _CONTEXT_TYPED)

@@ -114,25 +114,51 @@ def element_types(typ: Type, depth: int = 6) -> List[Type]:
 _COVARIANT = {"builtins.list": "typing.Sequence", "builtins.dict": "typing.Mapping"}
 
 
-def relax_tensors(api: Any, typ: Type, depth: int = _DEPTH) -> Type:
+def relax_tensors(api: Any, typ: Type, depth: int = _DEPTH, covariant: bool = True) -> Type:
     """typ with every carrier made a plain Tensor and every list/dict of tensors made
-    a Sequence/Mapping (lists are invariant: list[SpmdTensor[...]] is no list[Tensor])."""
+    a Sequence/Mapping (lists are invariant: list[SpmdTensor[...]] is no list[Tensor]);
+    with covariant=False, lists and dicts stay as they are (erase_carriers)."""
     p = get_proper_type(typ)
     if is_carrier(p):
         return plain_tensor_like(p)
     if depth <= 0:
         return typ
     if isinstance(p, UnionType):
-        return UnionType([relax_tensors(api, t, depth - 1) for t in p.items], p.line, p.column)
+        return UnionType([relax_tensors(api, t, depth - 1, covariant) for t in p.items], p.line, p.column)
     if isinstance(p, TupleType):
-        return p.copy_modified(items=[relax_tensors(api, t, depth - 1) for t in p.items])
+        return p.copy_modified(items=[relax_tensors(api, t, depth - 1, covariant) for t in p.items])
     if isinstance(p, Instance) and p.args and has_tensor_deep(p, depth):
-        args = [relax_tensors(api, t, depth - 1) for t in p.args]
-        target = _COVARIANT.get(p.type.fullname)
+        args = [relax_tensors(api, t, depth - 1, covariant) for t in p.args]
+        target = _COVARIANT.get(p.type.fullname) if covariant else None
         if target is not None:
             return api.named_generic_type(target, args)
         return p.copy_modified(args=args)
     return typ
+
+
+def erase_carriers(api: Any, typ: Type) -> Type:
+    """typ as mypy sees it without the plugin: every carrier a plain Tensor."""
+    return relax_tensors(api, typ, covariant=False)
+
+
+def fits_as_plain(api: Any, actual: Type, formal: Type) -> bool:
+    """Plain mypy's verdict on passing `actual` for `formal`: both with their
+    carriers erased (a relaxed parameter, Sequence for a declared list, must
+    not take a tuple or a list of tuples where the list is declared)."""
+    return is_subtype(erase_carriers(api, actual), erase_carriers(api, formal))
+
+
+def carrier_name_type(api: Any, expr: object) -> Optional[Type]:
+    """The type of `expr` before the call it is an argument of is typed,
+    when `expr` is a name holding carriers (holds_carriers_already): the one
+    the enclosing branches narrowed it to (`if xs is not None:`), else its
+    variable's; None for any other argument."""
+    if not holds_carriers_already(expr):
+        return None
+    assert isinstance(expr, RefExpr) and isinstance(expr.node, Var)
+    binder = getattr(api, "binder", None)
+    narrowed = binder.get(expr) if binder is not None else None
+    return narrowed if narrowed is not None else expr.node.type
 
 
 def plain_write_type(api: Any, typ: Type) -> Optional[Type]:
