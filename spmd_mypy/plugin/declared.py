@@ -60,6 +60,24 @@ def _assigned(ctx: Any) -> _mypy.Type:
     return _check(ctx, _mypy.type_context(ctx.api), "Assigned value", SPMD_ASSIGN)
 
 
+def _reassigned(ctx: Any) -> _mypy.Type:
+    """`ys = xs`, ys declared a list or dict of plain tensors and xs a name
+    holding carriers that fits it as plain mypy sees it: xs's type with its
+    carriers erased, the type plain mypy gives xs (and narrows ys to, an
+    Optional included).  Anything else keeps its own type, and mypy checks
+    it and narrows as usual."""
+    value = _value(ctx)
+    declared = _mypy.type_context(ctx.api)
+    if (
+        declared is not None
+        and _mypy.plain_tensor_container(declared)
+        and _mypy.holds_carriers_already(ctx.args[0][0])
+        and _mypy.fits_as_plain(ctx.api, value, declared)
+    ):
+        return _mypy.erase_carriers(ctx.api, value)
+    return value
+
+
 def _value(ctx: Any) -> _mypy.Type:
     # On a failure mypy checks the value itself, as without the plugin.
     return ctx.arg_types[0][0] if ctx.arg_types and ctx.arg_types[0] else ctx.default_return_type
@@ -123,6 +141,9 @@ def hooks(refine: Optional[Refine] = None) -> Dict[str, Callable[[Any], _mypy.Ty
         _mypy.ASSIGNED: (guarded(_assigned, _value), "Assigned value", _assigned_as_declared, None),
     }
     return {
-        name: _first(quick, refine(hook, what) if refine is not None else hook, before)
-        for name, (hook, what, quick, before) in table.items()
+        **{
+            name: _first(quick, refine(hook, what) if refine is not None else hook, before)
+            for name, (hook, what, quick, before) in table.items()
+        },
+        _mypy.REASSIGNED: guarded(_reassigned, _value),
     }

@@ -195,7 +195,7 @@ from .tensor_types import (
 )
 from .dtensor_types import DTENSOR_MODULE, imports_dtensor, later_partners, mesh_names, placed_dtensor, placed_of
 from .raw_writes import RAW_WRITE, call_argument, raw_write_call
-from .tree import ASSIGNED, PHANTOM_MODULE, RETURNED, UNTYPED
+from .tree import ASSIGNED, PHANTOM_MODULE, REASSIGNED, RETURNED, UNTYPED
 from .configurations import (
     FLAG_NAMES,
     MARKER_CALL as CONFIGURATION_MARKER_CALL,
@@ -479,6 +479,7 @@ __all__ = [
     "ASSIGNED",
     "PHANTOM_MODULE",
     "RETURNED",
+    "REASSIGNED",
     "RAW_WRITE",
     "call_argument",
     "raw_write_call",

@@ -40,7 +40,7 @@ from mypy.nodes import (
 from mypy.types import Instance, Type, get_proper_type
 
 from .members import element_class, module_class, without_none
-from .tree import functions_of, sub_blocks
+from .tree import REASSIGNED, functions_of, is_phantom_call, sub_blocks
 
 TIE = "spmd_mypy.runtime.gradsync.tie"
 
@@ -347,13 +347,17 @@ _VIEWS = frozenset({"view", "view_as", "reshape", "flatten", "detach", "as_strid
 
 def alias_source(expr: Expression) -> Optional[Expression]:
     """The tensor `expr` shares storage with: `x` for `x`, `x.data`,
-    `x.view(...)`, `x.detach()`, `x[...]`; else None."""
+    `x.view(...)`, `x.detach()`, `x[...]`; else None.  (`xs` for the
+    rewrite's `reassigned(xs)`: route_declared.)"""
     if isinstance(expr, (NameExpr, MemberExpr)) and not (isinstance(expr, MemberExpr) and expr.name == "data"):
         return expr
     if isinstance(expr, MemberExpr) and expr.name == "data":
         return expr.expr
-    if isinstance(expr, CallExpr) and isinstance(expr.callee, MemberExpr) and expr.callee.name in _VIEWS:
-        return expr.callee.expr
+    if isinstance(expr, CallExpr) and isinstance(expr.callee, MemberExpr):
+        if expr.callee.name in _VIEWS:
+            return expr.callee.expr
+        if is_phantom_call(expr, REASSIGNED):
+            return alias_source(expr.args[0])
     if isinstance(expr, IndexExpr):
         return expr.base
     return None

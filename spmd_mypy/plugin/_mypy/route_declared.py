@@ -7,6 +7,11 @@ a tensor, into `return <RETURNED>(e)` / `y: T = <ASSIGNED>(e)`: calls of two
 stub functions whose function hooks compare per axis and then hand mypy the
 declared type.
 
+Inside a function, a plain re-assignment of one name to another, `ys = xs`
+with ys a local or parameter declared a list or dict that may hold tensors,
+becomes `ys = <REASSIGNED>(xs)`: mypy checks it against the declared list,
+which a list of carriers does not fit (lists are invariant).
+
 Entry point: route_declared(statements).  Module-level assignments are left
 to mypy (see _route_block).  Idempotent: a value that is a stub call already
 is left as it is (mypy may reuse a parsed tree).  When the pass runs, and the
@@ -30,7 +35,7 @@ from mypy.nodes import (
 )
 from mypy.types import CallableType, Type, UnboundType
 
-from .tree import ASSIGNED, RETURNED, sub_blocks, wrap_in_phantom
+from .tree import ASSIGNED, REASSIGNED, RETURNED, sub_blocks, wrap_in_phantom
 
 
 _NOT_TENSOR_NAMES = frozenset(
@@ -60,6 +65,44 @@ def _may_hold_tensor(annotation: Optional[Type]) -> bool:
     return not names <= _NOT_TENSOR_NAMES
 
 
+_INVARIANT = re.compile(r"\b(List|list|Dict|dict|DefaultDict|defaultdict|OrderedDict|MutableSequence|MutableMapping)\b")
+
+
+def _declares_list(annotation: Optional[Type]) -> bool:
+    """Whether an unanalysed annotation is (or holds) a list or dict that may
+    hold a tensor: a name declared so takes a list of carriers only relaxed."""
+    return _may_hold_tensor(annotation) and _INVARIANT.search(str(annotation)) is not None
+
+
+class _Declared:
+    """A function's names declared a type: its parameters (read only when a
+    re-assignment asks) and its annotated locals that may hold a tensor."""
+
+    __slots__ = ("func", "locals")
+
+    def __init__(self, func: FuncDef) -> None:
+        self.func = func
+        self.locals: Dict[str, Type] = {}
+
+    def is_list(self, name: str) -> bool:
+        annotation = self.locals.get(name)
+        if annotation is None:
+            sig, names = self.func.unanalyzed_type, self.func.arg_names
+            if isinstance(sig, CallableType) and name in names:
+                annotation = sig.arg_types[names.index(name)]
+        return _declares_list(annotation)
+
+
+def _reassigned_list(stmt: AssignmentStmt, declared: _Declared) -> bool:
+    """`ys = xs`: one name re-assigned another, ys declared a list."""
+    lvalues = stmt.lvalues
+    return (
+        len(lvalues) == 1
+        and type(lvalues[0]) is NameExpr
+        and declared.is_list(lvalues[0].name)  # type: ignore[attr-defined]
+    )
+
+
 _HOLDS, _HOLDS_NOT, _READ = 1, 0, -1
 _NAME_VERDICTS: Dict[str, int] = {}  # an annotation's name -> what it says (_name_verdict)
 
@@ -78,15 +121,21 @@ def _name_verdict(name: str) -> int:
     return verdict
 
 
-def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool) -> None:
+def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool, declared: Optional[_Declared] = None) -> None:
     """Wrap the returns (if `wrap_returns`) and, inside functions, the annotated
-    assignments of `stmts`; recurse into nested statements and definitions.
-    Module-level assignments are left to mypy: the module's top level may be
-    analysed before any hook could rewrite it (see rewrites.route_in_analyzer)."""
+    assignments of `stmts` and the re-assignments of names the function
+    (`declared`) declares a list or dict; recurse into nested statements
+    and definitions.  Module-level assignments are left to mypy:
+    the module's top level may be analysed before any hook could rewrite it
+    (see rewrites.route_in_analyzer)."""
     for stmt in stmts:
         kind = type(stmt)
-        if kind is ExpressionStmt or kind is AssignmentStmt and stmt.unanalyzed_type is None:  # type: ignore[attr-defined]
-            continue  # the most common statements: nothing to route, no block inside
+        if kind is AssignmentStmt and stmt.unanalyzed_type is None:  # type: ignore[attr-defined]
+            if type(stmt.rvalue) is NameExpr and declared is not None and _reassigned_list(stmt, declared):  # type: ignore[attr-defined, arg-type]
+                stmt.rvalue = wrap_in_phantom(stmt.rvalue, REASSIGNED)  # type: ignore[attr-defined]
+            continue  # the most common statements: no block inside
+        if kind is ExpressionStmt:
+            continue
         if isinstance(stmt, ReturnStmt):
             if wrap_returns and stmt.expr is not None:
                 stmt.expr = wrap_in_phantom(stmt.expr, RETURNED)
@@ -98,9 +147,11 @@ def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool) 
                 and stmt.unanalyzed_type is not None
                 and not stmt.is_final_def
                 and _may_hold_tensor(stmt.unanalyzed_type)
-                and type(stmt.rvalue).__name__ != "TempNode"  # `y: T` without a value
             ):
-                stmt.rvalue = wrap_in_phantom(stmt.rvalue, ASSIGNED)
+                if declared is not None:
+                    declared.locals[stmt.lvalues[0].name] = stmt.unanalyzed_type
+                if type(stmt.rvalue).__name__ != "TempNode":  # `y: T` without a value
+                    stmt.rvalue = wrap_in_phantom(stmt.rvalue, ASSIGNED)
         elif isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
             _route_function(stmt)
         elif isinstance(stmt, ClassDef):
@@ -111,7 +162,7 @@ def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool) 
                     _route_block([inner], False, False)
         else:
             for block in sub_blocks(stmt):
-                _route_block(block.body, wrap_returns, in_function)
+                _route_block(block.body, wrap_returns, in_function, declared)
 
 
 def _route_function(node: Statement) -> None:
@@ -128,7 +179,7 @@ def _route_function(node: Statement) -> None:
     sig = func.unanalyzed_type
     ret = sig.ret_type if isinstance(sig, CallableType) else None
     wrap = _may_hold_tensor(ret) and not func.is_generator and not func.is_coroutine
-    _route_block(func.body.body, wrap, True)
+    _route_block(func.body.body, wrap, True, _Declared(func))
 
 
 def route_declared(stmts: List[Statement]) -> None:

@@ -34,6 +34,7 @@ PHANTOM_MODULE = "spmd_phantom"
 PHANTOM_ALIAS = "_spmd_phantom_"  # the name a rewritten tree binds the stub module to
 RETURNED = f"{PHANTOM_MODULE}.returned"  # route_declared: `return e`
 ASSIGNED = f"{PHANTOM_MODULE}.assigned"  # route_declared: `y: T = e`
+REASSIGNED = f"{PHANTOM_MODULE}.reassigned"  # route_declared: `ys = xs`, ys declared a list or dict
 UNTYPED = f"{PHANTOM_MODULE}.untyped"  # wrap_untyped: calls torch leaves untyped
 
 

@@ -63,7 +63,7 @@ __all__ = ["FileShare", "UncheckedCall", "measure", "build_options", "check"]
 CARRIER = "spmd_phantom.SpmdTensor"
 TENSOR = "torch._tensor.Tensor"
 PLUGIN = "spmd_mypy.plugin"
-_REWRITES = ("spmd_phantom.returned", "spmd_phantom.assigned")
+_REWRITES = ("spmd_phantom.returned", "spmd_phantom.assigned", "spmd_phantom.reassigned")
 _UNTYPED_WRAPPER = "spmd_phantom.untyped"
 _RAW_WRITE = "spmd_phantom.raw_write"  # `x = raw_write(x, <raw collective>)`: counts as the call
 
