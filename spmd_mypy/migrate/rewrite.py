@@ -15,6 +15,7 @@ call, so a second run changes nothing.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -132,10 +133,31 @@ def _short(qualified: str) -> str:
     return ".".join(parts[-2:]) if parts[-1] == "apply" else parts[-1]
 
 
-def _first(names: Set[QualifiedName], table: Dict[str, object]) -> Optional[str]:
+def _first(names: Set[QualifiedName], table: Dict[str, object], own: Optional[str] = None) -> Optional[str]:
+    """The first of `names` in `table`: an imported name, or, in the module
+    `own` of a style (picotron's tp_communications applying its own
+    Functions), a name defined there."""
     for q in sorted(names, key=lambda q: q.name):
         if q.source == QualifiedNameSource.IMPORT and q.name in table:
             return q.name
+        if own is not None and q.source == QualifiedNameSource.LOCAL and f"{own}.{q.name}" in table:
+            return f"{own}.{q.name}"
+    return None
+
+
+_STYLE_MODULES = tuple(m for style in STYLES for m in style.modules)
+
+
+def own_module(path: str) -> Optional[str]:
+    """The style module (`picotron.tensor_parallel.tp_communications`) that
+    `path` is, judged by its last components, else None."""
+    parts = os.path.normpath(path).replace(os.sep, "/").removesuffix(".py").split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    for module in _STYLE_MODULES:
+        dotted = module.split(".")
+        if parts[-len(dotted):] == dotted:
+            return module
     return None
 
 
@@ -152,6 +174,10 @@ class _Migrate(cst.CSTTransformer):
         self.results: Dict[int, boundary.Fixed] = {}
         self.local_functions: Set[str] = set()
         self.types_used: Set[str] = set()
+        self.own = own_module(path)
+        self.def_names: Set[int] = set()
+        self.in_function_class = 0  # inside an autograd Function of this module
+        self.in_helper = 0  # inside a helper's own definition (this module's)
 
     # -- helpers ---------------------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
@@ -176,6 +202,27 @@ class _Migrate(cst.CSTTransformer):
                 if any(q.name in FUNCTION_BASES for q in bases):
                     self.local_functions.add(stmt.name.value)
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.def_names.add(id(node.name))  # a helper's own definition, in its module
+        self.in_helper += self._is_helper(node.name.value)
+
+    def _is_helper(self, name: str) -> bool:
+        return self.own is not None and f"{self.own}.{name}" in HELPERS
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.def_names.add(id(node.name))
+        self.in_function_class += node.name.value in self.local_functions
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        self.in_function_class -= original.name.value in self.local_functions
+        return updated
+
+    def _own(self) -> Optional[str]:
+        """The style module this file is, outside its autograd Functions (whose
+        backward applies the others) and its helpers' definitions: the
+        helpers' own implementation is left as it is."""
+        return self.own if not self.in_function_class and not self.in_helper else None
+
     def visit_Import(self, node: cst.Import) -> bool:
         return False
 
@@ -194,13 +241,13 @@ class _Migrate(cst.CSTTransformer):
     def _referenced(self, node: cst.CSTNode) -> None:
         if id(node) in self.func_ids:
             return
-        name = _first(self._qnames(node), HELPERS)  # type: ignore[arg-type]
-        if name is not None:
+        name = _first(self._qnames(node), HELPERS, self._own())  # type: ignore[arg-type]
+        if name is not None and id(node) not in self.def_names:
             self._note(node, _short(name), "referenced, not called: convert its calls by hand")
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         qnames = self._qnames(original.func)
-        name = _first(qnames, HELPERS)  # type: ignore[arg-type]
+        name = _first(qnames, HELPERS, self._own())  # type: ignore[arg-type]
         if name is None:
             self._unknown(original, qnames)
             return updated
@@ -225,7 +272,7 @@ class _Migrate(cst.CSTTransformer):
         return build(new, self.names.module, self.type_text)
 
     def _unknown(self, call: cst.Call, qnames: Set[QualifiedName]) -> None:
-        reason = _first(qnames, UNCONVERTED)  # type: ignore[arg-type]
+        reason = _first(qnames, UNCONVERTED, self._own())  # type: ignore[arg-type]
         if reason is not None:
             self._note(call, _short(reason), UNCONVERTED[reason])
             return
@@ -235,6 +282,7 @@ class _Migrate(cst.CSTTransformer):
             and func.attr.value == "apply"
             and isinstance(func.value, cst.Name)
             and func.value.value in self.local_functions
+            and not self._is_helper(f"{func.value.value}.apply")  # the helper's implementation
         ):
             self._note(
                 call,
@@ -244,6 +292,7 @@ class _Migrate(cst.CSTTransformer):
             )
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self.in_helper -= self._is_helper(original.name.value)
         if self.names.annotated is None:
             return updated
         scanned = boundary.scan(original.body)

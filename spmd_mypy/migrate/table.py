@@ -165,6 +165,8 @@ PICOTRON = Style(
         "write convert(x, axis, src=I, dst=R) before an F.linear",
         "linear_with_async_all_reduce": "a fused linear with its own backward all-reduce: "
         "write convert(x, axis, src=I, dst=R) before an F.linear",
+        "linear_with_all_reduce": "a linear whose input enters the region (identity forward, all-reduce "
+        "backward): write F.linear(spmd.convert(x, axis, src=I, dst=R), weight, bias)",
     },
 )
 

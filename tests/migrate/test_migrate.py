@@ -220,3 +220,63 @@ def test_a_file_without_helpers_is_not_parsed_and_one_libcst_cannot_parse_is_rep
         ("broken.py", "module", "libcst cannot parse it, nothing converted")
     ]
     assert got.notes[0].line in (2, 3)  # where libcst's parser says it failed
+
+
+_PICOTRON_OWN = (
+    "import torch\n"
+    "import torch.nn.functional as F\n\n\n"
+    "class CopyToModelParallelRegion(torch.autograd.Function):\n"
+    "    @staticmethod\n"
+    "    def forward(ctx, x):\n"
+    "        return x\n\n\n"
+    "def linear_with_all_reduce(x, weight, bias):\n"
+    "    input_parallel = CopyToModelParallelRegion.apply(x)\n"
+    "    return F.linear(input_parallel, weight, bias)\n"
+)
+
+
+def test_a_style_module_converts_its_own_helpers() -> None:
+    """Real picotron (59714b1): tp_communications.py applies its own Function
+    in linear_with_all_reduce.  In that module (known by its path) the local
+    name is the helper; elsewhere an unknown local Function is a note."""
+    got = migrate_source(_PICOTRON_OWN, path="src/picotron/tensor_parallel/tp_communications.py")
+    assert got.converted == 1 and got.notes == []
+    assert '    input_parallel = spmd.convert(x, "tp", src=I, dst=R)\n' in got.code
+    elsewhere = migrate_source(_PICOTRON_OWN, path="mine/tp_communications.py")
+    assert elsewhere.converted == 0 and elsewhere.code == _PICOTRON_OWN
+    assert [(n.line, n.what) for n in elsewhere.notes] == [(12, "CopyToModelParallelRegion.apply")]
+    # A helper's own definition in its module is no reference to it.
+    mappings = "def copy_to_tensor_model_parallel_region(input_, group=None):\n    return input_\n"
+    assert migrate_source(mappings, path="megatron/core/tensor_parallel/mappings.py").notes == []
+    # The helpers' implementation (nanotron's primitives: Functions whose
+    # backward applies each other, helpers applying them) is left as it is.
+    primitives = (
+        "import torch\n\n\n"
+        "class DifferentiableIdentity(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, grad_output):\n"
+        "        return DifferentiableAllReduceSum.apply(grad_output, ctx.group), None\n\n\n"
+        "class DifferentiableAllReduceSum(torch.autograd.Function):\n"
+        "    pass\n\n\n"
+        "def differentiable_identity(tensor, group=None):\n"
+        "    return DifferentiableIdentity.apply(tensor, group)\n"
+    )
+    path = "src/nanotron/parallel/tensor_parallel/distributed_differentiable_primitives.py"
+    untouched = migrate_source(primitives, path=path)
+    assert untouched.code == primitives and untouched.converted == 0 and untouched.notes == []
+
+
+def test_picotron_linear_with_all_reduce_is_reported() -> None:
+    """A fused copy-and-linear has no single typed call: a note says what to write."""
+    src = (
+        "from picotron.tensor_parallel.tp_communications import linear_with_all_reduce\n\n\n"
+        "def f(x, w, b):\n"
+        "    return linear_with_all_reduce(x, w, b)\n"
+    )
+    got = migrate_source(src, path="layer.py")
+    assert got.code == src
+    assert [(n.line, n.what, n.why) for n in got.notes] == [(
+        5, "linear_with_all_reduce",
+        "a linear whose input enters the region (identity forward, all-reduce backward): "
+        "write F.linear(spmd.convert(x, axis, src=I, dst=R), weight, bias)",
+    )]
