@@ -4,7 +4,7 @@
 # helpers only this module has are declared here.  tests/test_spmd_types_stubs.py
 # compares the names and signatures with the installed module.
 
-from typing import Any, Dict, Iterable, Optional, Protocol, Sequence, Tuple
+from typing import Dict, Iterable, Optional, Protocol, Sequence, Tuple
 
 from . import (
     I as I,
