@@ -45,7 +45,7 @@ from mypy.nodes import (
 )
 from mypy.types import NoneType, Type, get_proper_type
 
-from .tree import is_phantom_call
+from .tree import BodyMemo, is_phantom_call
 
 RULES_MODULE = "spmd_types.rules"
 RULE_OPS = frozenset({
@@ -90,10 +90,8 @@ def _steps(block: Block) -> Optional[List[Step]]:
     return out
 
 
-# The steps read from each hook while its body was whole, by the hook's
-# node: mypy frees a module's function bodies once it has checked it, and a
-# Function is often applied in another module.
-_KEPT: Dict[int, Tuple[FuncDef, Optional[List[Step]]]] = {}
+# The steps read from each hook while its body was whole.
+_KEPT: BodyMemo[Optional[List[Step]]] = BodyMemo()
 
 
 def rule_steps(func: object) -> Optional[List[Step]]:
@@ -101,13 +99,11 @@ def rule_steps(func: object) -> Optional[List[Step]]:
     if not isinstance(func, FuncDef):
         return None
     if not func.body.body:  # freed after its module was checked, or a cached skeleton
-        kept = _KEPT.get(id(func))
-        return kept[1] if kept is not None and kept[0] is func else None
+        kept = _KEPT.get(func)
+        return kept[0] if kept is not None else None
     steps = _steps(func.body)
     found = steps if steps is not None and _returns_value(steps) else None
-    if len(_KEPT) >= 4096:  # a long daemon session: drop what edits left behind
-        _KEPT.clear()
-    _KEPT[id(func)] = (func, found)
+    _KEPT.put(func, found)
     return found
 
 

@@ -7,7 +7,7 @@ list for every pass that walks one."""
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, Iterator, List, Optional
+from typing import Dict, Generic, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
 from mypy.nodes import (
     ARG_POS,
@@ -142,3 +142,29 @@ def dotted_name(expr: Expression, bindings: Dict[str, str]) -> Optional[str]:
         base = dotted_name(expr.expr, bindings)
         return None if base is None else f"{base}.{expr.name}"
     return None
+
+
+T = TypeVar("T")
+
+
+class BodyMemo(Generic[T]):
+    """What was read from a function's body while mypy still held it: mypy
+    frees a module's function bodies once it has checked it (and a cached
+    module has none), while a reader in another module may still ask
+    (an autograd Function applied elsewhere).  Kept by the node, which the
+    entry keeps alive; an edited function (daemon) is a new node."""
+
+    _LIMIT = 4096  # a long daemon session: drop what edits left behind
+
+    def __init__(self) -> None:
+        self._kept: Dict[int, Tuple[FuncDef, T]] = {}
+
+    def put(self, func: FuncDef, value: T) -> None:
+        if len(self._kept) >= self._LIMIT:
+            self._kept.clear()
+        self._kept[id(func)] = (func, value)
+
+    def get(self, func: FuncDef) -> Optional[Tuple[T]]:
+        """(the value,) read from `func` while its body was whole, else None."""
+        kept = self._kept.get(id(func))
+        return (kept[1],) if kept is not None and kept[0] is func else None

@@ -31,7 +31,7 @@ from mypy.nodes import (
 
 from .calls import function_class
 from .spmd_types_rules import rule_steps
-from .tree import flat_statements
+from .tree import BodyMemo, flat_statements
 
 HOOK_NAMES = ("typecheck_forward", "spmd_typecheck")
 
@@ -106,12 +106,12 @@ def read_hook(func: FuncDef) -> Asserted:
 
 HookInfo = Tuple[str, str, Asserted, List[str], FuncDef]
 
-# Each Function's hook as read while its body was whole, by class: mypy frees
+# Each Function's hook as read while its body was whole, by its node: mypy frees
 # a module's function bodies once it has checked it (a batch run keeps no
 # tree of a checked module), and a Function is often applied in another
 # module (torchtitan's dist_gemm.py applies linear.py's).  Read at an
 # `.apply` and when its forward is checked (remember_hooks).
-_KEPT: Dict[str, Tuple[FuncDef, HookInfo]] = {}
+_KEPT: BodyMemo[HookInfo] = BodyMemo()
 
 
 def function_hooks(info: TypeInfo) -> Optional[HookInfo]:
@@ -122,17 +122,15 @@ def function_hooks(info: TypeInfo) -> Optional[HookInfo]:
         func = hook_func(node.node) if node is not None else None
         if func is None:
             continue
-        kept = _KEPT.get(info.fullname)
-        if not func.body.body and kept is not None and kept[0] is func:
-            return kept[1]
+        kept = _KEPT.get(func) if not func.body.body else None
+        if kept is not None:
+            return kept[0]
         found = info.names.get("forward")
         forward = hook_func(found.node) if found is not None else None
         params = [n for n in forward.arg_names[1:] if n is not None] if forward is not None else []
         result = (info.name, name, read_hook(func), params, func)
         if func.body.body:
-            if len(_KEPT) >= 4096:  # a long daemon session: drop what edits left behind
-                _KEPT.clear()
-            _KEPT[info.fullname] = (func, result)
+            _KEPT.put(func, result)
             rule_steps(func)  # kept by spmd_types_rules the same way
         return result
     return None
