@@ -39,16 +39,18 @@ def _check(ctx: Any, declared: Any, what: str, code: _mypy.ErrorCode) -> _mypy.T
     display = _mypy.list_display_element(expr, declared)
     if display is not None:  # [a, b]: each item on its own (their join loses types)
         items, element = display
-        found = [(item, _mypy.tensor_pairs(_mypy.expression_type(ctx.api, item), element)) for item in items]
+        typed = [(item, _mypy.expression_type(ctx.api, item)) for item in items]
+        found = [(item, typ, _mypy.tensor_pairs(typ, element)) for item, typ in typed]
     else:
-        found = [(expr, _mypy.tensor_pairs(got, declared))]
-    if any(pairs is None for _, pairs in found) or not any(pairs for _, pairs in found):
+        found = [(expr, got, _mypy.tensor_pairs(got, declared))]
+    if any(pairs is None for _, _, pairs in found) or not any(pairs for _, _, pairs in found):
         return _mypy.recheck(ctx.api, expr, declared)
-    for where, pairs in found:
+    for where, typ, pairs in found:
+        branch = _mypy.union_alternatives(typ) is not None  # a value from branches: the fix is per branch
         for got_t, want_t in pairs or ():
             got_s, want_s = spmd_of(got_t), wants_of(want_t)
             if got_s is not None and want_s is not None:
-                report_against(ctx.api, where, got_s, want_s, what, code)
+                report_against(ctx.api, where, got_s, want_s, what, code, branch=branch)
     return declared
 
 

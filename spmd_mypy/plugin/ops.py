@@ -185,8 +185,21 @@ def attribute_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
 
 
 def _attribute(ctx: Any, name: str, grad: bool) -> _mypy.Type:
-    spmd = spmd_of(ctx.type)
-    if spmd is None or ctx.is_lvalue:
+    if ctx.is_lvalue:
+        return ctx.default_attr_type
+    alternatives = _mypy.union_alternatives(ctx.type)
+    if alternatives is not None:
+        # A value from branches: mypy asks once per alternative but gives the
+        # whole Union as the receiver, so each answer is the Union of all of
+        # them (mypy joins the answers into that Union); an alternative whose
+        # type is not known stays the default.
+        return _mypy.union_of([_attribute_of(ctx, t, name, grad) for t in alternatives])
+    return _attribute_of(ctx, ctx.type, name, grad)
+
+
+def _attribute_of(ctx: Any, receiver: _mypy.Type, name: str, grad: bool) -> _mypy.Type:
+    spmd = spmd_of(receiver)
+    if spmd is None:
         return ctx.default_attr_type
     if grad:  # a gradient read after backward carries no gradient of its own
         spmd = Spmd.of({a: grad_type(t) for a, t in spmd.axes.items()}, None, True)
