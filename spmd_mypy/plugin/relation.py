@@ -261,7 +261,7 @@ def _given_lists(ctx: Any, sig: _mypy.CallableType) -> List[bool]:
     ]
 
 
-def _relax_given(api: Any, sig: _mypy.CallableType, params: List[_mypy.Type], given: List[bool]) -> List[_mypy.Type]:
+def _relax_given(api: Any, params: List[_mypy.Type], given: List[bool]) -> List[_mypy.Type]:
     return [_mypy.relax_tensors(api, t) if g else t for t, g in zip(params, given)] if any(given) else params
 
 
@@ -310,13 +310,13 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     api = ctx.api
     if group_params is None and not any(e is not None for e in expected):
         # no SPMD type: only its lists of tensors, given lists of carriers
-        relaxed_plain = _relax_given(api, sig, sig.arg_types, given)
+        relaxed_plain = _relax_given(api, sig.arg_types, given)
         return sig if relaxed_plain is sig.arg_types else _mypy.with_arg_types(sig, relaxed_plain)
     relaxed = _by_parameters(_RELAXED_SPMD, sig, lambda params: [
         _mypy.relax_tensors(api, formal) if want is not None else formal
         for want, formal in zip(expected, group_params or params)
     ])
-    relaxed = _relax_given(api, sig, _keep_displays(ctx, sig, expected, relaxed), given)
+    relaxed = _relax_given(api, _keep_displays(ctx, sig, expected, relaxed), given)
     if len(_PENDING) >= _MAX_PENDING:
         _PENDING.clear()
     entry = _PENDING.get(id(ctx.context))
@@ -439,12 +439,12 @@ def _relax_stored_value(ctx: Any) -> _mypy.CallableType:
     A bound method's signature is new at each call, so nothing is memoised."""
     sig = ctx.default_signature
     api = ctx.api
-    given = [
-        i < len(ctx.args) and bool(ctx.args[i]) and _mypy.plain_tensor_container(formal)  # an SPMD-typed list stays invariant
-        and all(_fits_plain_name(api, a, formal) for a in ctx.args[i])
+    given = [  # most calls: the value is no name holding carriers, the first test
+        i < len(ctx.args) and bool(ctx.args[i]) and all(_fits_plain_name(api, a, formal) for a in ctx.args[i])
+        and _mypy.plain_tensor_container(formal)  # an SPMD-typed list stays invariant
         for i, formal in enumerate(sig.arg_types)
     ]
-    relaxed = _relax_given(api, sig, sig.arg_types, given)
+    relaxed = _relax_given(api, sig.arg_types, given)
     return sig if relaxed is sig.arg_types else _mypy.with_arg_types(sig, relaxed)
 
 

@@ -10,7 +10,8 @@ declared type.
 Inside a function, a plain re-assignment of one name to another, `ys = xs`
 with ys a local or parameter declared a list or dict that may hold tensors,
 becomes `ys = <REASSIGNED>(xs)`: mypy checks it against the declared list,
-which a list of carriers does not fit (lists are invariant).
+which a list of carriers does not fit (lists are invariant), so the stub's
+hook (declared.py) gives xs's type with its carriers erased when it fits.
 
 Entry point: route_declared(statements).  Module-level assignments are left
 to mypy (see _route_block).  Idempotent: a value that is a stub call already
