@@ -178,6 +178,7 @@ class _Migrate(cst.CSTTransformer):
         self.def_names: Set[int] = set()
         self.in_function_class = 0  # inside an autograd Function of this module
         self.in_helper = 0  # inside a helper's own definition (this module's)
+        self.in_known = 0  # inside the definition of a helper or of one the table leaves alone
 
     # -- helpers ---------------------------------------------------------------------
     def _line(self, node: cst.CSTNode) -> int:
@@ -205,9 +206,13 @@ class _Migrate(cst.CSTTransformer):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.def_names.add(id(node.name))  # a helper's own definition, in its module
         self.in_helper += self._is_helper(node.name.value)
+        self.in_known += self._is_known(node.name.value)
 
     def _is_helper(self, name: str) -> bool:
         return self.own is not None and f"{self.own}.{name}" in HELPERS
+
+    def _is_known(self, name: str) -> bool:
+        return self.own is not None and (f"{self.own}.{name}" in HELPERS or f"{self.own}.{name}" in UNCONVERTED)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.def_names.add(id(node.name))
@@ -272,6 +277,8 @@ class _Migrate(cst.CSTTransformer):
         return build(new, self.names.module, self.type_text)
 
     def _unknown(self, call: cst.Call, qnames: Set[QualifiedName]) -> None:
+        if self.in_known or self.in_function_class:
+            return  # the helpers' own implementation: its private Functions are no user's calls
         reason = _first(qnames, UNCONVERTED, self._own())  # type: ignore[arg-type]
         if reason is not None:
             self._note(call, _short(reason), UNCONVERTED[reason])
@@ -282,7 +289,7 @@ class _Migrate(cst.CSTTransformer):
             and func.attr.value == "apply"
             and isinstance(func.value, cst.Name)
             and func.value.value in self.local_functions
-            and not self._is_helper(f"{func.value.value}.apply")  # the helper's implementation
+            and not self._is_helper(f"{func.value.value}.apply")  # a table helper in its own module
         ):
             self._note(
                 call,
@@ -293,6 +300,7 @@ class _Migrate(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         self.in_helper -= self._is_helper(original.name.value)
+        self.in_known -= self._is_known(original.name.value)
         if self.names.annotated is None:
             return updated
         scanned = boundary.scan(original.body)

@@ -280,3 +280,29 @@ def test_picotron_linear_with_all_reduce_is_reported() -> None:
         "a linear whose input enters the region (identity forward, all-reduce backward): "
         "write F.linear(spmd.convert(x, axis, src=I, dst=R), weight, bias)",
     )]
+
+
+def test_the_helpers_own_module_reports_nothing_of_its_implementation() -> None:
+    """Real gpt-neox (ea7aefd8): megatron/mpu/mappings.py defines each helper
+    as the `.apply` of a private Function.  Those calls are the helpers'
+    implementation, in a helper the table converts or in one it leaves alone
+    (copy_to_expert_model_parallel_region); elsewhere such a call is a note."""
+    mappings = (
+        "import torch\n\n\n"
+        "class _CopyToModelParallelRegion(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, input_):\n"
+        "        return input_\n\n\n"
+        "class _CopyToExpertModelParallelRegion(torch.autograd.Function):\n"
+        "    pass\n\n\n"
+        "def copy_to_model_parallel_region(input_):\n"
+        "    return _CopyToModelParallelRegion.apply(input_)\n\n\n"
+        "def copy_to_expert_model_parallel_region(input_, tokens_per_expert):\n"
+        "    return _CopyToExpertModelParallelRegion.apply(input_, tokens_per_expert)\n"
+    )
+    own = migrate_source(mappings, path="gpt-neox/megatron/mpu/mappings.py")
+    assert own.code == mappings and own.converted == 0 and own.notes == []
+    elsewhere = migrate_source(mappings, path="mine/mappings.py")
+    assert [(n.line, n.what) for n in elsewhere.notes] == [
+        (15, "_CopyToModelParallelRegion.apply"), (19, "_CopyToExpertModelParallelRegion.apply"),
+    ]
