@@ -277,7 +277,7 @@ class _Migrate(cst.CSTTransformer):
         return build(new, self.names.module, self.type_text)
 
     def _unknown(self, call: cst.Call, qnames: Set[QualifiedName]) -> None:
-        if self.in_known or self.in_function_class:
+        if self.own is not None and (self.in_known or self.in_function_class):
             return  # the helpers' own implementation: its private Functions are no user's calls
         reason = _first(qnames, UNCONVERTED, self._own())  # type: ignore[arg-type]
         if reason is not None:

@@ -306,3 +306,20 @@ def test_the_helpers_own_module_reports_nothing_of_its_implementation() -> None:
     assert [(n.line, n.what) for n in elsewhere.notes] == [
         (15, "_CopyToModelParallelRegion.apply"), (19, "_CopyToExpertModelParallelRegion.apply"),
     ]
+
+
+def test_a_function_applied_inside_another_function_is_reported_outside_the_helper_modules() -> None:
+    """Real torchtitan (b5bcd76, distributed/linear.py): a Function applied
+    inside another Function's method of a user module stays a note; only a
+    style's own module keeps its implementation quiet."""
+    src = (
+        "import torch\n\n\n"
+        "class Inner(torch.autograd.Function):\n"
+        "    pass\n\n\n"
+        "class Outer(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        return Inner.apply(x)\n"
+    )
+    got = migrate_source(src, path="torchtitan/distributed/linear.py")
+    assert [(n.line, n.what) for n in got.notes] == [(11, "Inner.apply")]
