@@ -138,9 +138,9 @@ def _method_hook(fullname: str) -> Optional[Hook]:
         name = fullname[: -len(_UNION_RECEIVER)]
         if name.startswith("__") and " " not in name:
             return ops.op_hook(name, "tensor", True, global_mode.refine_op)
-    if fullname.endswith(".__call__") and not fullname.startswith(("builtins.", "typing.")):
+    if fullname.endswith(".__call__") and not _stdlib(fullname):  # mypy's own plugin types functools.partial's
         return _MODULE_CALL
-    if fullname.endswith(".forward") and not fullname.startswith(("builtins.", "typing.")):
+    if fullname.endswith(".forward") and not _stdlib(fullname):
         fallback = _argument_hook(fullname) if _user_code(fullname) else default_return
         return modules.forward_method_hook(fallback)
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
@@ -152,6 +152,12 @@ def _method_hook(fullname: str) -> Optional[Hook]:
 # their signatures never hold an SPMD annotation.  Calls into them are a third
 # of the signature hooks a cold run would otherwise run, mostly in torch.
 _STDLIB = _mypy.stdlib_modules()
+
+
+def _stdlib(fullname: str) -> bool:
+    """A name of the standard library: its hooks are mypy's default plugin's,
+    which a hook of ours would hide (mypy takes the first plugin's)."""
+    return fullname.startswith(("builtins.", "typing.")) or fullname.partition(".")[0] in _STDLIB
 
 
 def _user_code(fullname: str) -> bool:

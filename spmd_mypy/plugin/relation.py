@@ -500,6 +500,8 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
             if got is not None:
                 report_against(ctx.api, expr, got, want, label, branch=len(alternatives) > 1)
     returns = _chosen_returns(ctx, fwd, chosen, callee) if fwd.variables else [fwd.ret_type]
+    if any(_mypy.has_type_vars(r) for r in returns):
+        return ctx.default_return_type  # generic in forward's own variables (megatron's checkpoint): mypy's answer
     if not returns or not any(spmd_of(t) is not None for r in returns for t in _mypy.element_types(r)):
         return unknown_in_spmd_file(ctx, fwd.ret_type)  # an unannotated forward (nn.Linear)
     named = {a for t in fwd.arg_types for e in [wants_of(t)] if e is not None for w in e for a in w.axes}

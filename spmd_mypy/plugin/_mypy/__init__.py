@@ -212,7 +212,7 @@ from .configurations import (
     set_parameter_types,
     set_return_type,
 )
-from .typevars import choose, configuration_values, in_expansion, never, restore_parameters, value_variable
+from .typevars import choose, configuration_values, has_type_vars, in_expansion, never, restore_parameters, value_variable
 from .writes import branches, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
 from .finals import alias_target, final_name, module_file, module_value, resolve_in_module
@@ -499,6 +499,7 @@ __all__ = [
     "carrier_name_type",
     "erase_carriers",
     "fits_as_plain",
+    "has_type_vars",
     "report_as_plain",
     "typed_in_context",
     "container_kind",

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from mypy.expandtype import expand_type
 from mypy.nodes import FUNC_NO_INFO, NameExpr
 from mypy.types import CallableType, Type, TypeVarId, TypeVarType, UninhabitedType, get_proper_type
+from mypy.types import has_type_vars as _has_type_vars
 
 
 def value_variable(typ: Type) -> Optional[Tuple[TypeVarId, List[Type]]]:
@@ -91,3 +92,8 @@ def restore_parameters(api: Any) -> None:
     if copy is not fn:
         for arg in copy.arguments:
             arg.variable.is_argument = True
+
+
+def has_type_vars(typ: Type) -> bool:
+    """Whether a type holds a type variable (a result generic in its function's own)."""
+    return _has_type_vars(typ)
