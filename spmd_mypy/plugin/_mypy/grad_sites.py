@@ -23,6 +23,7 @@ from mypy.nodes import (
     ExpressionStmt,
     ForStmt,
     FuncDef,
+    IfStmt,
     IndexExpr,
     ListExpr,
     MemberExpr,
@@ -397,8 +398,22 @@ def reads_after(func: FuncDef, line: int) -> List[Tuple[int, Expression]]:
                 continue
             for expr in _expressions(stmt):
                 visit(expr)
-            for b in sub_blocks(stmt):
+            blocks = sub_blocks(stmt)
+            if isinstance(stmt, IfStmt):
+                # the branch holding `line`: its siblings never run after it
+                # (Megatron-FSDP's all_reduce in one branch, a read of its
+                # buffer in the other)
+                blocks = [b for b in blocks if _spans(b, line)] or blocks
+            for b in blocks:
                 walk(b)
 
     walk(func.body)
     return out
+
+
+def _spans(block: Block, line: int) -> bool:
+    """Whether `line` lies within the statements of `block`."""
+    if not block.body:
+        return False
+    last = block.body[-1]
+    return block.body[0].line <= line <= (getattr(last, "end_line", None) or last.line)
