@@ -212,7 +212,7 @@ class _Migrate(cst.CSTTransformer):
         return self.own is not None and f"{self.own}.{name}" in HELPERS
 
     def _is_known(self, name: str) -> bool:
-        return self.own is not None and (f"{self.own}.{name}" in HELPERS or f"{self.own}.{name}" in UNCONVERTED)
+        return self._is_helper(name) or self.own is not None and f"{self.own}.{name}" in UNCONVERTED
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.def_names.add(id(node.name))
@@ -289,7 +289,6 @@ class _Migrate(cst.CSTTransformer):
             and func.attr.value == "apply"
             and isinstance(func.value, cst.Name)
             and func.value.value in self.local_functions
-            and not self._is_helper(f"{func.value.value}.apply")  # a table helper in its own module
         ):
             self._note(
                 call,
