@@ -97,11 +97,11 @@ def _collective(
         return spec_form(ctx)
     if x is None or axis_arg is None or dst_arg is None:
         return default
-    axis = axis_of(axis_arg[0], axis_arg[1])  # a name, names, or a group declared as an axis
+    axis = axis_of(axis_arg[0], axis_arg[1], ctx.api)  # a name, names, or a group declared as an axis
     src = _axis_type(src_arg[0]) if src_arg is not None else DEFAULT_SRC.get(op)
     dst = _axis_type(dst_arg[0])
     if axis is None:  # never silently unchecked: say so, and how to name it
-        ctx.api.fail(unnamed_axis_message(f"spmd.{op}", axis_arg[0], axis_arg[1]), ctx.context, code=SPMD_GROUP)
+        ctx.api.fail(unnamed_axis_message(f"spmd.{op}", axis_arg[0], axis_arg[1], ctx.api), ctx.context, code=SPMD_GROUP)
         return unknown_in_spmd_file(ctx, default)
     if src is None or dst is None:
         return default  # a computed src/dst: not typed statically

@@ -125,29 +125,58 @@ def axis_names_of_type(typ: Optional[_mypy.Type]) -> Optional[Tuple[str, ...]]:
     return (literal,) if literal is not None else None
 
 
-def axis_of(expr: _mypy.Expression, typ: Optional[_mypy.Type]) -> Optional[Axes]:
-    """What a collective's axis argument names: "tp", ("dp", "tp"), or None."""
+def axis_of(expr: _mypy.Expression, typ: Optional[_mypy.Type], api: Any = None) -> Optional[Axes]:
+    """What a collective's axis argument names: "tp", ("dp", "tp"), or None.
+    With the checker's `api`, a conditional (or an `or`) whose values all
+    name the same axes names them: `g if g is not None else "tp"`, a group
+    that may be None standing for the axis's default group, as the codemod
+    writes Megatron's optional groups."""
     written = _mypy.str_value(expr) or _mypy.str_tuple(expr)
     if written is not None:
         return written
     names = axis_names_of_type(typ)
-    if names is None:
-        return None
-    return names[0] if len(names) == 1 else names
+    if names is not None:
+        return names[0] if len(names) == 1 else names
+    found = {axes for _, _, axes in _branch_axes(expr, api)}
+    return found.pop() if len(found) == 1 else None
 
 
-def unnamed_axis_message(callee: str, expr: _mypy.Expression, typ: Optional[_mypy.Type]) -> str:
-    """Why a call over an axis argument axis_of cannot name is not checked, and the fix."""
-    text = _mypy.expr_text(expr)
-    if _mypy.is_process_group(typ):
+def _branch_axes(expr: _mypy.Expression, api: Any) -> List[Tuple[_mypy.Expression, Optional[_mypy.Type], Optional[Axes]]]:
+    """Each value of a conditional axis argument, its type and the axes it
+    names (empty for an argument of one value, or without the checker's api)."""
+    branches = _mypy.value_branches(expr) if api is not None else []
+    if len(branches) < 2:
+        return []
+    out = []
+    for branch in branches:
+        typ = _mypy.typed_before(api, branch)
+        out.append((branch, typ, axis_of(branch, typ)))
+    return out
+
+
+def unnamed_axis_message(callee: str, expr: _mypy.Expression, typ: Optional[_mypy.Type], api: Any = None) -> str:
+    """Why a call over an axis argument axis_of cannot name is not checked,
+    and the fix (for a conditional argument, the fix of the value that
+    names no axis, when the checker's `api` is given)."""
+    subject = f"{callee} over {_mypy.expr_text(expr)}"
+    branches = _branch_axes(expr, api)
+    unnamed = [(b, t) for b, t, axes in branches if axes is None]
+    if branches and not unnamed:
+        named = ", ".join(dict.fromkeys(repr(axes) for _, _, axes in branches))
         return (
-            f"{callee} over {text}: a ProcessGroup whose mesh axis is not declared, so this call "
-            f"is not checked. Hint: {_HOW}"
+            f"{subject}: its values name different axes ({named}), so this call is not checked. "
+            f"Hint: pass the group of one axis in every branch"
         )
+    value, typ = unnamed[0] if unnamed else (expr, typ)
+    text = _mypy.expr_text(value)
+    if _mypy.is_process_group(typ):
+        what = f"its value {text} is a ProcessGroup" if value is not expr else "a ProcessGroup"
+        return f"{subject}: {what} whose mesh axis is not declared, so this call is not checked. Hint: {_HOW}"
+    what = f"its value {text}" if value is not expr else "this axis argument"
     return (
-        f"{callee} over {text}: the checker cannot read this axis argument (a string literal, a "
-        f"tuple of them, a Literal-typed name or a declared ProcessGroup), so this call is not "
-        f'checked. Hint: write the axis name, e.g. "tp", or type {text} as Literal["tp"]'
+        f"{subject}: the checker cannot read {what} (a string literal, a tuple of them, a "
+        f"Literal-typed name or a declared ProcessGroup), so this call is not checked. "
+        f'Hint: write the axis name, e.g. "tp", or type {text} as Literal["tp"]'
     )
 
 

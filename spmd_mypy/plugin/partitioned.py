@@ -52,7 +52,7 @@ def _conversion(ctx: Any, fn: str) -> _mypy.Type:
     src_layout, dst_layout = CONVERSIONS[fn]
     x, axis_arg, dim_arg = one_arg(ctx, "x"), one_arg(ctx, "axis"), one_arg(ctx, "dim")
     dim = 0 if dim_arg is None else _mypy.int_value(dim_arg[0])
-    axis = axis_of(axis_arg[0], axis_arg[1]) if axis_arg is not None else None
+    axis = axis_of(axis_arg[0], axis_arg[1], ctx.api) if axis_arg is not None else None
     if x is None or not isinstance(axis, str) or dim is None:
         return default  # a computed axis or dim: not typed statically
     src = _replicated(ctx, "src") if src_layout == "R" else layout_type(src_layout, dim)

@@ -128,9 +128,9 @@ def _pipeline_axis(ctx: Any, op: P2POp) -> Optional[str]:
     axis_arg = one_arg(ctx, "axis")
     if axis_arg is None:
         return None
-    axis = axis_of(axis_arg[0], axis_arg[1])
+    axis = axis_of(axis_arg[0], axis_arg[1], ctx.api)
     if axis is None:
-        ctx.api.fail(unnamed_axis_message(f"spmd.{op.name}", axis_arg[0], axis_arg[1]), ctx.context, code=SPMD_GROUP)
+        ctx.api.fail(unnamed_axis_message(f"spmd.{op.name}", axis_arg[0], axis_arg[1], ctx.api), ctx.context, code=SPMD_GROUP)
         return None
     if isinstance(axis, tuple):  # never silently unchecked
         ctx.api.fail(

@@ -11,6 +11,8 @@ from mypy.nodes import (
     ARG_STAR,
     ARG_STAR2,
     CallExpr,
+    ComparisonExpr,
+    ConditionalExpr,
     Context,
     DictExpr,
     DictionaryComprehension,
@@ -165,6 +167,9 @@ _PRECEDENCE = {
 }
 _UNARY = 11
 _ATOM = 13
+_COMPARISON = 4  # `a is not None`: below `|`, above `not`
+_NOT = 3
+_CONDITIONAL = 0  # `a if c else b`: below every binary operator
 
 
 def _short(expr: Expression) -> str:
@@ -206,9 +211,18 @@ def _rendered(expr: Expression) -> Optional[Tuple[str, int]]:
     if isinstance(expr, OpExpr) and expr.op in _PRECEDENCE:
         return _rendered_op(expr)
     if isinstance(expr, UnaryExpr):
-        inner = _operand(expr.expr, _UNARY, False)
+        prec = _NOT if expr.op == "not" else _UNARY
+        inner = _operand(expr.expr, prec, False)
         op = "not " if expr.op == "not" else expr.op
-        return None if inner is None else (f"{op}{inner}", _UNARY)
+        return None if inner is None else (f"{op}{inner}", prec)
+    if isinstance(expr, ComparisonExpr):
+        return _rendered_comparison(expr)
+    if isinstance(expr, ConditionalExpr):
+        parts = [_operand(e, _CONDITIONAL + 1, False) for e in (expr.if_expr, expr.cond)]
+        rest = _operand(expr.else_expr, _CONDITIONAL, True)
+        if parts[0] is None or parts[1] is None or rest is None:
+            return None
+        return f"{parts[0]} if {parts[1]} else {rest}", _CONDITIONAL
     if isinstance(expr, (TupleExpr, ListExpr)):
         items = [_render(i) for i in expr.items]
         if any(i is None for i in items):
@@ -238,6 +252,16 @@ def _rendered_op(expr: OpExpr) -> Optional[Tuple[str, int]]:
     if left is None or right is None:
         return None
     return f"{left} {expr.op} {right}", prec
+
+
+def _rendered_comparison(expr: ComparisonExpr) -> Optional[Tuple[str, int]]:
+    texts = [_operand(e, _COMPARISON + 1, False) for e in expr.operands]
+    if any(t is None for t in texts):
+        return None
+    out = [texts[0]]
+    for op, text in zip(expr.operators, texts[1:]):
+        out += [op, text]
+    return " ".join(t for t in out if t is not None), _COMPARISON
 
 
 def _rendered_call(expr: CallExpr) -> Optional[Tuple[str, int]]:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from mypy.nodes import (
-    ConditionalExpr,
     AssignmentStmt,
     CallExpr,
+    ConditionalExpr,
     Context,
     Expression,
     MemberExpr,
+    OpExpr,
     RefExpr,
     Statement,
 )
@@ -103,6 +104,16 @@ def branches(expr: Expression) -> List[Expression]:
     (nested), else the expression itself."""
     if isinstance(expr, ConditionalExpr):
         return branches(expr.if_expr) + branches(expr.else_expr)
+    return [expr]
+
+
+def value_branches(expr: Expression) -> List[Expression]:
+    """The values an expression may be: the branches of `a if c else b` and
+    the operands of `a or b` (nested), else the expression itself."""
+    if isinstance(expr, ConditionalExpr):
+        return value_branches(expr.if_expr) + value_branches(expr.else_expr)
+    if isinstance(expr, OpExpr) and expr.op == "or":
+        return value_branches(expr.left) + value_branches(expr.right)
     return [expr]
 
 
