@@ -25,6 +25,7 @@ class Typed:
     axis_name: Optional[str]  # the --axis name, or None when `axis_expr` is a group expression
     axis_expr: Optional[cst.BaseExpression]
     sizes: Optional[cst.BaseExpression]
+    default_axis: Optional[str] = None  # the axis of a group that may be None: `g if g is not None else "tp"`
 
 
 def literal(expr: cst.BaseExpression) -> Optional[str]:
@@ -102,7 +103,11 @@ def typed_call(
     group = bound.get(helper.group) if helper.group else None
     if group is not None and literal(group) == "None":
         group = None
-    return Typed(helper.op, src, dst, bound[helper.tensor], axis if group is None else None, group, sizes)
+    optional = helper.optional_group and isinstance(group, (cst.Name, cst.Attribute))
+    return Typed(
+        helper.op, src, dst, bound[helper.tensor], axis if group is None else None, group, sizes,
+        axis if optional else None,
+    )
 
 
 _X, _AXIS, _SIZES = "__spmd_migrate_x__", "__spmd_migrate_axis__", "__spmd_migrate_sizes__"
@@ -114,7 +119,8 @@ class _Fill(cst.CSTTransformer):
         self.nodes = nodes
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-        return self.nodes.get(updated.value, updated)
+        found = self.nodes.get(updated.value)
+        return updated if found is None else found.deep_clone()  # a placeholder may stand twice
 
 
 def fill(template: str, nodes: Dict[str, cst.BaseExpression]) -> cst.BaseExpression:
@@ -125,6 +131,8 @@ def fill(template: str, nodes: Dict[str, cst.BaseExpression]) -> cst.BaseExpress
 def build(typed: Typed, module_alias: str, type_text: "TypeText") -> cst.BaseExpression:
     """The replacement expression for a typed call."""
     axis = repr(typed.axis_name).replace("'", '"') if typed.axis_name is not None else _AXIS
+    if typed.default_axis is not None:  # a group that may be None: the axis's own then
+        axis = f'{_AXIS} if {_AXIS} is not None else "{typed.default_axis}"'
     sizes = f", split_sizes={_SIZES}" if typed.sizes is not None else ""
     template = (
         f"{module_alias}.{typed.op}({_X}, {axis}, src={type_text(typed.src)}, "

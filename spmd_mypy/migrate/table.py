@@ -10,6 +10,11 @@ Each helper's `params` is its signature as written upstream
 - `group`: the process group; absent or `None` -> the axis name given to the
   codemod (`--axis`, default "tp"), any other expression -> passed unchanged
   as the axis argument (the runtime accepts a ProcessGroup);
+- `optional_group`: the helper takes a group that may be None at run time
+  for the axis's default group (Megatron-core's
+  `get_tensor_model_parallel_group_if_none`): a group written as a name or an
+  attribute becomes `g if g is not None else "<axis>"` (a call is passed
+  unchanged: it is evaluated once, and getters return a group);
 - `choices`: a literal flag that selects src/dst (e.g. Megatron's
   tensor_parallel_output_grad); a non-literal value is reported, not guessed;
 - `dims`: an int literal substituted into src/dst (`S({seq_dim})`);
@@ -22,7 +27,7 @@ with the reason the report gives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Mapping, Optional, Tuple
 
 
@@ -34,6 +39,7 @@ class Helper:
     params: Tuple[str, ...]
     tensor: str = "input_"
     group: Optional[str] = "group"  # None: the helper always works on the axis of --axis
+    optional_group: bool = False  # a None group is the axis's own (see the module's docstring)
     choices: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)
     dims: Tuple[str, ...] = ()
     sizes: Optional[str] = None
@@ -57,13 +63,18 @@ class Style:
 
 _GROUP = ("input_", "group=None")
 
+
+def _optional_groups(helpers: Mapping[str, Helper]) -> Dict[str, Helper]:
+    return {name: replace(helper, optional_group=True) for name, helper in helpers.items()}
+
+
 MEGATRON_CORE = Style(
     "megatron-core",
     (
         "megatron.core.tensor_parallel.mappings",
         "megatron.core.tensor_parallel",
     ),
-    {
+    _optional_groups({
         "copy_to_tensor_model_parallel_region": Helper("convert", "I", "R", _GROUP),
         "reduce_from_tensor_model_parallel_region": Helper("all_reduce", "P", "I", _GROUP),
         "scatter_to_tensor_model_parallel_region": Helper("convert", "I", "S(-1)", _GROUP),
@@ -94,7 +105,7 @@ MEGATRON_CORE = Style(
         ),
         "all_gather_last_dim_from_tensor_parallel_region": Helper("all_gather", "S(-1)", "R", _GROUP),
         "reduce_scatter_last_dim_to_tensor_parallel_region": Helper("reduce_scatter", "P", "S(-1)", _GROUP),
-    },
+    }),
     {
         "all_to_all": "ragged all_to_all: write spmd.all_to_all(x, axis, src=V, dst=V, split_sizes=(in, out))",
         "all_to_all_sp2hp": "a reshape around an all_to_all: write the typed all_to_all by hand",

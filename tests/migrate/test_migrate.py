@@ -141,6 +141,11 @@ def _mypy_ini(cache: Path) -> str:
             "disable_error_code = spmd-group",
             "[mypy-spmd_mypy.*]",
             "follow_imports = silent",
+            # The Megatron-style module's group may be None (the default tp group):
+            # the codemod wrote `g if g is not None else "tp"`, checked on tp once
+            # the attribute is named as the group of tp.
+            "[spmd_mypy]",
+            "groups = megatron_mlp.ParallelMLP.tp_group: tp, mutant.ParallelMLP.tp_group: tp",
             "",
         ]
     )

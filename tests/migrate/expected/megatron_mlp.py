@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Optional
+
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.distributed import ProcessGroup
 
 from common import shard, weight
 import spmd_mypy as spmd
 from spmd_mypy import I, P, R, S, Spmd
-from typing import Annotated
 
 HIDDEN, FFN = 4, 8
 
@@ -29,8 +31,9 @@ def scale_then_gather(x: Tensor, scale: float) -> Tensor:
 
 
 class ParallelMLP(nn.Module):
-    def __init__(self, tp_rank: int, tp_size: int) -> None:
+    def __init__(self, tp_rank: int, tp_size: int, tp_group: Optional[ProcessGroup] = None) -> None:
         super().__init__()
+        self.tp_group = tp_group  # None: the default tp group
         self.w_in = shard(weight(FFN, HIDDEN, 1), 0, tp_rank, tp_size)  # column parallel
         self.w_out = shard(weight(HIDDEN, FFN, 2), 1, tp_rank, tp_size)  # row parallel
 
@@ -44,7 +47,7 @@ class ParallelMLP(nn.Module):
         h2 = F.gelu(F.linear(full, self.w_in))
         out = spmd.reduce_scatter(F.linear(h2, self.w_out), "tp", src=P, dst=S(0))
         back = spmd.all_gather(out, "tp", src=S(0), dst=I)
-        split = spmd.convert(back, "tp", src=I, dst=S(-1))
+        split = spmd.convert(back, self.tp_group if self.tp_group is not None else "tp", src=I, dst=S(-1))
         return scale_then_gather(split, 0.5)
 
 

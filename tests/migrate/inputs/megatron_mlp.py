@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.distributed import ProcessGroup
 
 from megatron.core import tensor_parallel
 from megatron.core.tensor_parallel.mappings import (
@@ -32,8 +35,9 @@ def scale_then_gather(x: Tensor, scale: float) -> Tensor:
 
 
 class ParallelMLP(nn.Module):
-    def __init__(self, tp_rank: int, tp_size: int) -> None:
+    def __init__(self, tp_rank: int, tp_size: int, tp_group: Optional[ProcessGroup] = None) -> None:
         super().__init__()
+        self.tp_group = tp_group  # None: the default tp group
         self.w_in = shard(weight(FFN, HIDDEN, 1), 0, tp_rank, tp_size)  # column parallel
         self.w_out = shard(weight(HIDDEN, FFN, 2), 1, tp_rank, tp_size)  # row parallel
 
@@ -49,7 +53,7 @@ class ParallelMLP(nn.Module):
         back = tensor_parallel.gather_from_sequence_parallel_region(
             out, tensor_parallel_output_grad=False
         )
-        split = tensor_parallel.scatter_to_tensor_model_parallel_region(back)
+        split = tensor_parallel.scatter_to_tensor_model_parallel_region(back, group=self.tp_group)
         return scale_then_gather(split, 0.5)
 
 
