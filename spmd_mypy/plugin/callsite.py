@@ -129,14 +129,15 @@ def receiver_text(ctx: Any, fallback: str = "x") -> str:
     return fallback if text == "x" else text
 
 
-def _in_spmd_file(ctx: Any) -> bool:
+def in_spmd_file(ctx: Any) -> bool:
+    """Whether the file a hook's call stands in mentions spmd."""
     return mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api))
 
 
 def unknown_in_spmd_file(ctx: Any, default: _mypy.Type) -> _mypy.Type:
     """A tensor result of unknown SPMD type: SpmdTensor[Any] in files that use spmd,
     so that returning it from an annotated function is no error (gradual typing)."""
-    if _mypy.has_tensor(default) and _in_spmd_file(ctx):
+    if _mypy.has_tensor(default) and in_spmd_file(ctx):
         return _mypy.replace_tensors(default, _mypy.unknown_carrier(ctx.api))
     return default
 
@@ -153,7 +154,7 @@ def typed_result(ctx: Any, spmd: Optional[Spmd], typed_operand: bool) -> _mypy.T
     default = ctx.default_return_type
     if not _mypy.has_tensor(default):
         return default
-    if not typed_operand and (spmd is None or not _in_spmd_file(ctx)):
+    if not typed_operand and (spmd is None or not in_spmd_file(ctx)):
         return default
     new = carrier(ctx.api, spmd) if spmd is not None else _mypy.unknown_carrier(ctx.api)
     return _mypy.replace_tensors(default, new)

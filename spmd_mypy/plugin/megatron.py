@@ -42,12 +42,11 @@ from ..vocab.megatron import (
     layer_rows,
 )
 from . import _mypy
-from .annotations import mentions_spmd
 from .carrier import carrier, spmd_of
 from .comms import after, type_collective
 from .errors import SPMD_ARG, SPMD_COLLECTIVE
 from .guard import default_return, guarded
-from .callsite import unknown_in_spmd_file
+from .callsite import in_spmd_file, unknown_in_spmd_file
 
 Hook = Callable[[Any], _mypy.Type]
 
@@ -85,10 +84,6 @@ def _axis(ctx: Any) -> str:
 def _unchecked(ctx: Any, what: str) -> _mypy.Type:
     _mypy.note(ctx.api, f"unchecked: {what}", ctx.context, SPMD_COLLECTIVE)
     return unknown_in_spmd_file(ctx, ctx.default_return_type)
-
-
-def _in_spmd_file(ctx: Any) -> bool:
-    return mentions_spmd(_mypy.checker_path(ctx.api))
 
 
 # -- shared: does a value fit ----------------------------------------------------------
@@ -136,7 +131,7 @@ def _flags(ctx: Any, row: Mapping) -> Optional[Dict[str, object]]:
 def _mapping_call(ctx: Any, row: Mapping) -> _mypy.Type:
     default = ctx.default_return_type
     x = _mypy.formal_args(ctx, row.tensor)
-    if not x or not _in_spmd_file(ctx):
+    if not x or not in_spmd_file(ctx):
         return default
     group = _mypy.formal_args(ctx, row.group)
     axis = _group_axis(ctx, group[0] if group else None)
@@ -186,7 +181,7 @@ def _known_flags(ctx: Any, layer: Layer) -> Tuple[Optional[bool], ...]:
 def _layer_call(ctx: Any, layer: Layer) -> _mypy.Type:
     default = ctx.default_return_type
     x = _mypy.formal_args(ctx, "input_")
-    if not x or not _in_spmd_file(ctx):
+    if not x or not in_spmd_file(ctx):
         return default
     axis = _axis(ctx)
     known = _known_flags(ctx, layer)
@@ -222,7 +217,7 @@ def _layer_hook(layer: Layer) -> Hook:
 
 def _construction(ctx: Any, layer: Layer) -> _mypy.Type:
     group = _mypy.formal_args(ctx, "tp_group")
-    if group and _in_spmd_file(ctx) and _group_axis(ctx, group[0]) is None:
+    if group and in_spmd_file(ctx) and _group_axis(ctx, group[0]) is None:
         _mypy.note(
             ctx.api,
             f"unchecked: {layer.name}: the group is not a named axis (tp_group=None is the "

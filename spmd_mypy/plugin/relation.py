@@ -21,7 +21,7 @@ from ..vocab.localtype import AxisType, I, P, PartitionedShard, R, V
 from ..vocab.spec import Spmd, hidden_obligations, mismatches
 from . import _mypy
 from .carrier import carrier, spmd_of
-from .callsite import in_function_body, unknown_in_spmd_file, without_gradient
+from .callsite import in_function_body, in_spmd_file, unknown_in_spmd_file, without_gradient
 from .errors import SPMD_ARG
 from .groups import check_group_arguments, relaxed_group_parameters
 from .guard import default_return, default_signature, guarded
@@ -409,7 +409,9 @@ def _relax_plain_signature(ctx: Any) -> _mypy.CallableType:
     same for a function declaring no SPMD type (`def f(xs: List[Tensor])`,
     signature_hook) when an argument is a name holding carriers: once a file
     uses spmd its factories' results are carriers, and a list of them is no
-    list[Tensor]; such a function's tensors are not checked anyway."""
+    list[Tensor]; such a function's tensors are not checked anyway.
+    Relaxed per call, only for the parameters whose arguments need it
+    (_mypy.needs_relaxing): elsewhere mypy's own verdict and message stand."""
     sig = ctx.default_signature
     if _UNCHANGED.get(id(sig)) is sig:
         return sig
@@ -427,7 +429,12 @@ def _relax_plain_signature(ctx: Any) -> _mypy.CallableType:
             _UNCHANGED.clear()
         _UNCHANGED[id(sig)] = sig
         return sig
-    return _mypy.with_arg_types(sig, relaxed)
+    args = ctx.args
+    chosen = [
+        new if new is not old and i < len(args) and any(_mypy.needs_relaxing(api, a, old) for a in args[i]) else old
+        for i, (old, new) in enumerate(zip(sig.arg_types, relaxed))
+    ]
+    return sig if all(c is o for c, o in zip(chosen, sig.arg_types)) else _mypy.with_arg_types(sig, chosen)
 
 
 torch_signature_hook = guarded(_relax_plain_signature, default_signature)
@@ -503,6 +510,8 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
     if any(_mypy.has_type_vars(r) for r in returns):
         return ctx.default_return_type  # generic in forward's own variables (megatron's checkpoint): mypy's answer
     if not returns or not any(spmd_of(t) is not None for r in returns for t in _mypy.element_types(r)):
+        if not in_spmd_file(ctx):
+            return ctx.default_return_type  # no SPMD type, in code without spmd: plain mypy's answer
         return unknown_in_spmd_file(ctx, fwd.ret_type)  # an unannotated forward (nn.Linear)
     named = {a for t in fwd.arg_types for e in [wants_of(t)] if e is not None for w in e for a in w.axes}
     named |= {a for b in bound.values() for s in b.spmds if s is not None for a in s.axes}

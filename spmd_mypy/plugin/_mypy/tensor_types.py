@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
-from mypy.nodes import Expression, ListExpr, RefExpr, TypeInfo, Var
+from mypy.nodes import Expression, ListExpr, RefExpr, TupleExpr, TypeInfo, Var
 from mypy.copytype import copy_type
 from mypy.subtypes import is_subtype
 from mypy.types import (
@@ -24,6 +24,7 @@ from mypy.types import (
 )
 
 from .carriers import carried, is_carrier, is_tensor, plain_tensor_like
+from .expressions import typed_in_context
 
 
 def union_alternatives(typ: Optional[Type]) -> Optional[List[Type]]:
@@ -159,6 +160,24 @@ def carrier_name_type(api: Any, expr: object) -> Optional[Type]:
     binder = getattr(api, "binder", None)
     narrowed = binder.get(expr) if binder is not None else None
     return narrowed if narrowed is not None else expr.node.type
+
+
+def needs_relaxing(api: Any, expr: Expression, formal: Type) -> bool:
+    """Whether a library parameter holding a list of tensors must be relaxed
+    for this argument: never for a display or comprehension (typed in the
+    parameter's context) or a tuple display (tuples are covariant: relaxing
+    a list would only let a tuple through where plain mypy rejects it); for
+    a name of a known type only when it holds carriers and fits once they
+    are erased (otherwise plain mypy's verdict and message stand); for any
+    other expression, whose type is not known before the call is typed,
+    always."""
+    if typed_in_context(expr) or isinstance(expr, TupleExpr):
+        return False
+    node = expr.node if isinstance(expr, RefExpr) else None
+    if isinstance(node, Var) and node.type is not None:
+        typ = carrier_name_type(api, expr)
+        return typ is not None and fits_as_plain(api, typ, formal)
+    return True
 
 
 def plain_write_type(api: Any, typ: Type) -> Optional[Type]:
