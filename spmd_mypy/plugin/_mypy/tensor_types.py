@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
-from mypy.nodes import Expression, ListExpr, RefExpr, TupleExpr, TypeInfo, Var
+from mypy.nodes import Expression, ListExpr, MemberExpr, NameExpr, RefExpr, TupleExpr, TypeInfo, Var
 from mypy.copytype import copy_type
 from mypy.subtypes import is_subtype
 from mypy.types import (
@@ -25,6 +25,7 @@ from mypy.types import (
 
 from .carriers import carried, is_carrier, is_tensor, plain_tensor_like
 from .expressions import typed_in_context
+from .writes import quietly_typed
 
 
 def union_alternatives(typ: Optional[Type]) -> Optional[List[Type]]:
@@ -167,8 +168,9 @@ def needs_relaxing(api: Any, expr: Expression, formal: Type) -> bool:
     for this argument: never for a display or comprehension (typed in the
     parameter's context) or a tuple display (tuples are covariant: relaxing
     a list would only let a tuple through where plain mypy rejects it); for
-    a name of a known type only when it holds carriers and fits once they
-    are erased (otherwise plain mypy's verdict and message stand); for any
+    a name of a known type, or an attribute of one (`state.ids`, typed
+    ahead quietly), only when it holds carriers and fits once they are
+    erased (otherwise plain mypy's verdict and message stand); for any
     other expression, whose type is not known before the call is typed,
     always."""
     if typed_in_context(expr) or isinstance(expr, TupleExpr):
@@ -176,8 +178,20 @@ def needs_relaxing(api: Any, expr: Expression, formal: Type) -> bool:
     node = expr.node if isinstance(expr, RefExpr) else None
     if isinstance(node, Var) and node.type is not None:
         typ = carrier_name_type(api, expr)
-        return typ is not None and fits_as_plain(api, typ, formal)
-    return True
+    elif _attribute_chain(expr):
+        typ = quietly_typed(api, expr)
+        if not _holds_deep(typ, is_carrier, _DEPTH):
+            return False
+    else:
+        return True
+    return typ is not None and fits_as_plain(api, typ, formal)
+
+
+def _attribute_chain(expr: Expression) -> bool:
+    """`a.b.c`: attributes of a name, typed ahead without side effects."""
+    while isinstance(expr, MemberExpr):
+        expr = expr.expr
+    return isinstance(expr, NameExpr)
 
 
 def plain_write_type(api: Any, typ: Type) -> Optional[Type]:
