@@ -60,7 +60,7 @@ def _root(expr: Any) -> Root:
 
 
 def _axes(ctx: Any, expr: _mypy.Expression) -> Tuple[str, ...]:
-    found = axis_of(expr, _mypy.known_type(ctx.api, expr))
+    found = axis_of(expr, _mypy.known_type(ctx.api, expr), ctx.api)
     if found is None:
         return ()
     return found if isinstance(found, tuple) else (found,)

@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 from ..vocab.axis import axis_text, parse_axis_text
 from . import _mypy
 from .annotations import AnnotationError, Meta, scan, seen_without_spmd
+from .answers import depends_on_site
 from .config import Settings
 from .errors import SPMD_ANNOTATION, SPMD_GROUP
 from .guard import default_return, guarded
@@ -127,7 +128,8 @@ def axis_names_of_type(typ: Optional[_mypy.Type]) -> Optional[Tuple[str, ...]]:
 
 def axis_of(expr: _mypy.Expression, typ: Optional[_mypy.Type], api: Any = None) -> Optional[Axes]:
     """What a collective's axis argument names: "tp", ("dp", "tp"), or None.
-    With the checker's `api`, a conditional (or an `or`) whose values all
+    With the checker's `api`, a DeviceMesh's group asked by dim name
+    (`mesh.get_group("tp")`) names that dim, and a conditional (or an `or`) whose values all
     name the same axes names them: `g if g is not None else "tp"`, a group
     that may be None standing for the axis's default group, as the codemod
     writes Megatron's optional groups."""
@@ -137,6 +139,10 @@ def axis_of(expr: _mypy.Expression, typ: Optional[_mypy.Type], api: Any = None) 
     names = axis_names_of_type(typ)
     if names is not None:
         return names[0] if len(names) == 1 else names
+    dim = _mypy.mesh_group_axis(api, expr) if api is not None else None
+    if dim is not None:
+        depends_on_site()  # read from the receiver's type, which no call key holds
+        return dim  # mesh.get_group("tp")
     found = {axes for _, _, axes in _branch_axes(expr, api)}
     return found.pop() if len(found) == 1 else None
 

@@ -111,7 +111,7 @@ def axis_key(ctx: Any, expr: _mypy.Expression, env: Optional[Env] = None) -> Uni
             return written
     else:
         typ = _mypy.expression_type(ctx.api, expr)
-    declared = axis_of(expr, typ)  # a group declared as an axis (Axis("tp"), the groups setting)
+    declared = axis_of(expr, typ, ctx.api)  # a group declared as an axis (Axis("tp"), the groups setting)
     if declared is not None:
         return declared
     literal = _mypy.literal_str(typ)  # a name typed Literal["tp"]

@@ -152,6 +152,7 @@ from .group_types import (
     group_text,
     is_process_group,
     literal_str,
+    mesh_group_axis,
     plain_group_in_analyzer,
     relax_group,
 )
@@ -365,6 +366,7 @@ __all__ = [
     "enum_value",
     "is_process_group",
     "literal_str",
+    "mesh_group_axis",
     # analyzer
     "alias_holding_carrier",
     "alias_reference",

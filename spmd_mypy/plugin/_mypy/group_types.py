@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from mypy.nodes import TypeInfo
+from mypy.nodes import CallExpr, Expression, IndexExpr, MemberExpr, StrExpr, TypeInfo
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import Instance, LiteralType, NoneType, Type, UnionType, get_proper_type
 
@@ -18,6 +18,7 @@ from .tree import PHANTOM_MODULE
 
 GROUP_CARRIER = f"{PHANTOM_MODULE}.AxisGroup"
 PROCESS_GROUP = "torch._C._distributed_c10d.ProcessGroup"
+DEVICE_MESH = "torch.distributed.device_mesh.DeviceMesh"
 
 
 def group_in_analyzer(ctx: AnalyzeTypeContext, text: str) -> Type:
@@ -98,3 +99,25 @@ def literal_str(typ: Optional[Type]) -> Optional[str]:
     return None
 
 
+
+
+def mesh_group_axis(api: Any, expr: Expression) -> Optional[str]:
+    """The mesh dim a DeviceMesh's group is asked by name for:
+    `mesh.get_group("tp")`, `mesh.get_group(mesh_dim="tp")`, `mesh["tp"].get_group()`
+    (the runtime reads such a group as that dim: runtime/mesh.py); else None."""
+    callee = expr.callee if isinstance(expr, CallExpr) else None
+    if not isinstance(callee, MemberExpr) or callee.name != "get_group":
+        return None
+    receiver = callee.expr
+    found = api.lookup_type_or_none(receiver)
+    mesh = get_proper_type(found if found is not None else api.get_expression_type(receiver))
+    if not isinstance(mesh, Instance) or mesh.type.fullname != DEVICE_MESH:
+        return None
+    assert isinstance(expr, CallExpr)
+    if not expr.args:  # a mesh of the one dim it was indexed by
+        index = receiver.index if isinstance(receiver, IndexExpr) else None
+        return index.value if isinstance(index, StrExpr) else None
+    arg, name = expr.args[0], expr.arg_names[0]
+    if len(expr.args) == 1 and name in (None, "mesh_dim") and isinstance(arg, StrExpr):
+        return arg.value
+    return None
