@@ -133,15 +133,38 @@ def _short(qualified: str) -> str:
     return ".".join(parts[-2:]) if parts[-1] == "apply" else parts[-1]
 
 
-def _first(names: Set[QualifiedName], table: Dict[str, object], own: Optional[str] = None) -> Optional[str]:
-    """The first of `names` in `table`: an imported name, or, in the module
-    `own` of a style (picotron's tp_communications applying its own
-    Functions), a name defined there."""
+def _first(
+    names: Set[QualifiedName], table: Dict[str, object], own: Optional[str] = None, package: Sequence[str] = ()
+) -> Optional[str]:
+    """The first of `names` in `table`: an imported name (a relative import,
+    `from .mappings import ...`, resolved against `package`, the directories
+    holding the file), or, in the module `own` of a style (picotron's
+    tp_communications applying its own Functions), a name defined there."""
     for q in sorted(names, key=lambda q: q.name):
         if q.source == QualifiedNameSource.IMPORT and q.name in table:
             return q.name
+        if q.source == QualifiedNameSource.IMPORT and q.name.startswith("."):
+            found = _relative(q.name, package, table)
+            if found is not None:
+                return found
         if own is not None and q.source == QualifiedNameSource.LOCAL and f"{own}.{q.name}" in table:
             return f"{own}.{q.name}"
+    return None
+
+
+def _relative(name: str, package: Sequence[str], table: Dict[str, object]) -> Optional[str]:
+    """The key of `table` a relative name (`..mpu.mappings.f`) stands for in a
+    file under the directories `package`: the key's module, less the name's
+    tail, must be those directories' last components (one fewer per dot
+    past the first)."""
+    level = len(name) - len(name.lstrip("."))
+    tail = name[level:]
+    base = list(package[: len(package) - (level - 1)]) if level > 1 else list(package)
+    for key in table:
+        if key.endswith("." + tail):
+            prefix = key[: -len(tail) - 1].split(".")
+            if base[-len(prefix):] == prefix:
+                return key
     return None
 
 
@@ -175,6 +198,7 @@ class _Migrate(cst.CSTTransformer):
         self.local_functions: Set[str] = set()
         self.types_used: Set[str] = set()
         self.own = own_module(path)
+        self.package = os.path.abspath(path).replace(os.sep, "/").split("/")[:-1]  # for relative imports
         self.def_names: Set[int] = set()
         self.in_function_class = 0  # inside an autograd Function of this module
         self.in_helper = 0  # inside a helper's own definition (this module's)
@@ -246,13 +270,13 @@ class _Migrate(cst.CSTTransformer):
     def _referenced(self, node: cst.CSTNode) -> None:
         if id(node) in self.func_ids:
             return
-        name = _first(self._qnames(node), HELPERS, self._own())  # type: ignore[arg-type]
+        name = _first(self._qnames(node), HELPERS, self._own(), self.package)  # type: ignore[arg-type]
         if name is not None and id(node) not in self.def_names:
             self._note(node, _short(name), "referenced, not called: convert its calls by hand")
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         qnames = self._qnames(original.func)
-        name = _first(qnames, HELPERS, self._own())  # type: ignore[arg-type]
+        name = _first(qnames, HELPERS, self._own(), self.package)  # type: ignore[arg-type]
         if name is None:
             self._unknown(original, qnames)
             return updated
@@ -279,7 +303,7 @@ class _Migrate(cst.CSTTransformer):
     def _unknown(self, call: cst.Call, qnames: Set[QualifiedName]) -> None:
         if self.own is not None and (self.in_known or self.in_function_class):
             return  # the helpers' own implementation: its private Functions are no user's calls
-        reason = _first(qnames, UNCONVERTED, self._own())  # type: ignore[arg-type]
+        reason = _first(qnames, UNCONVERTED, self._own(), self.package)  # type: ignore[arg-type]
         if reason is not None:
             self._note(call, _short(reason), UNCONVERTED[reason])
             return

@@ -139,6 +139,20 @@ GPT_NEOX = Style(
     },
 )
 
+# fairscale's model_parallel (the LLaMA reference code's TP): Megatron v1's
+# four helpers, no group argument (the model-parallel group); the split and
+# the gather work on the last dim.
+FAIRSCALE = Style(
+    "fairscale",
+    ("fairscale.nn.model_parallel.mappings", "fairscale.nn.model_parallel"),
+    {
+        "copy_to_model_parallel_region": Helper("convert", "I", "R", ("input_",), group=None),
+        "reduce_from_model_parallel_region": Helper("all_reduce", "P", "I", ("input_",), group=None),
+        "scatter_to_model_parallel_region": Helper("convert", "I", "S(-1)", ("input_",), group=None),
+        "gather_from_model_parallel_region": Helper("all_gather", "S(-1)", "I", ("input_",), group=None),
+    },
+)
+
 # nanotron: wrapper functions and the autograd Functions they call (.apply
 # takes the group positionally); gathers and scatters work on dim 0.
 _NT = ("tensor", "group=None")
@@ -181,7 +195,7 @@ PICOTRON = Style(
     },
 )
 
-STYLES: Tuple[Style, ...] = (MEGATRON_CORE, GPT_NEOX, NANOTRON, PICOTRON)
+STYLES: Tuple[Style, ...] = (MEGATRON_CORE, GPT_NEOX, FAIRSCALE, NANOTRON, PICOTRON)
 
 
 def by_qualified_name() -> Dict[str, Tuple[Style, Helper]]:

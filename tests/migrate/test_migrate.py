@@ -328,3 +328,34 @@ def test_a_function_applied_inside_another_function_is_reported_outside_the_help
     )
     got = migrate_source(src, path="torchtitan/distributed/linear.py")
     assert [(n.line, n.what) for n in got.notes] == [(11, "Inner.apply")]
+
+
+_RELATIVE = (
+    "from .mappings import copy_to_model_parallel_region, reduce_from_model_parallel_region\n"
+    "from .. import mpu\n\n\n"
+    "def f(x):\n"
+    "    return reduce_from_model_parallel_region(copy_to_model_parallel_region(x))\n\n\n"
+    "def g(x):\n"
+    "    return mpu.copy_to_model_parallel_region(x)\n"
+)
+
+
+def test_relative_imports_resolve_against_the_files_directories() -> None:
+    """Real fairscale (146f160): nn/model_parallel/layers.py imports its helpers
+    with `from .mappings import ...`, which libcst names `.mappings.<name>`;
+    the file's directories say which package that is.  (Megatron-core's own
+    tensor_parallel/layers.py does the same: its 8 calls were silently left.)"""
+    got = migrate_source(_RELATIVE, path="repo/fairscale/nn/model_parallel/layers.py")
+    assert got.converted == 2 and got.notes == []
+    assert '    return spmd.all_reduce(spmd.convert(x, "tp", src=I, dst=R), "tp", src=P, dst=I)\n' in got.code
+    assert "    return mpu.copy_to_model_parallel_region(x)\n" in got.code  # fairscale.nn.mpu: no such module
+    # `from .. import mpu` one level up from megatron/model: gpt-neox's megatron.mpu
+    neox = migrate_source(_RELATIVE, path="gpt-neox/megatron/model/layers.py")
+    assert neox.converted == 1
+    assert '    return spmd.convert(x, "tp", src=I, dst=R)\n' in neox.code
+    # a package of another name: nothing resolves, nothing changes
+    mine = migrate_source(_RELATIVE, path="mine/parallel/layers.py")
+    assert mine.converted == 0 and mine.code == _RELATIVE
+    # fairscale's helpers imported by their package's name
+    absolute = "from fairscale.nn.model_parallel import gather_from_model_parallel_region as g\n\ny = g(x)\n"
+    assert 'y = spmd.all_gather(x, "tp", src=S(-1), dst=I)\n' in migrate_source(absolute).code
