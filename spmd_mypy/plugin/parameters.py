@@ -26,7 +26,11 @@ type; a typed x keeps its own type (with a gradient: a parameter is a leaf
 that gets one) and is checked against the declaration.  The write hook only
 notes the call; its own hook decides when mypy types it, from x's type
 then, so no value is typed ahead of the checker.  Elsewhere
-`nn.Parameter(x)` keeps x's type the same way.  torch.nn.init's in-place
+`nn.Parameter(x)` keeps a typed x's type the same way; of a factory's
+values it is plain mypy's Parameter, of unknown SPMD type: an undeclared
+parameter's layout is
+what its module's initialization makes it (fairscale and Megatron copy a
+rank's slice of a master weight into it), which no type here says.  torch.nn.init's in-place
 initializers (vocab.torch_classes.INIT_IN_PLACE) return their argument, type
 unchanged.
 
@@ -157,6 +161,12 @@ def _parameter(ctx: Any) -> _mypy.Type:
     if hit is not None and (actual is None or _fresh(actual)):
         return hit[1]
     if actual is None or not _mypy.is_tensor(ctx.default_return_type):
+        return ctx.default_return_type
+    if hit is None and _fresh(actual):
+        # an undeclared parameter of a factory's values: its layout is what its
+        # module's initialization makes it (per-rank slices of a master weight,
+        # an RNG per tp rank), which no type here says: plain mypy's Parameter,
+        # unknown to the rules (gradual typing)
         return ctx.default_return_type
     typed = carrier(ctx.api, Spmd.of(actual.axes, actual.spec, False, actual.rest))
     if hit is not None:
