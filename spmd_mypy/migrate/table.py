@@ -113,16 +113,23 @@ MEGATRON_CORE = Style(
     },
 )
 
-# gpt-neox's `megatron.mpu`: no group argument (always the model-parallel
-# group); the sequence-parallel helpers take the sequence dim.
+# Megatron v1's four helpers (gpt-neox's megatron.mpu, fairscale's
+# model_parallel): no group argument (the model-parallel group); the split
+# and the gather work on the last dim.
+_MEGATRON_V1 = {
+    "copy_to_model_parallel_region": Helper("convert", "I", "R", ("input_",), group=None),
+    "reduce_from_model_parallel_region": Helper("all_reduce", "P", "I", ("input_",), group=None),
+    "scatter_to_model_parallel_region": Helper("convert", "I", "S(-1)", ("input_",), group=None),
+    "gather_from_model_parallel_region": Helper("all_gather", "S(-1)", "I", ("input_",), group=None),
+}
+
+# gpt-neox's `megatron.mpu`: the four, and sequence-parallel helpers that
+# take the sequence dim.
 GPT_NEOX = Style(
     "gpt-neox",
     ("megatron.mpu.mappings", "megatron.mpu"),
     {
-        "copy_to_model_parallel_region": Helper("convert", "I", "R", ("input_",), group=None),
-        "reduce_from_model_parallel_region": Helper("all_reduce", "P", "I", ("input_",), group=None),
-        "scatter_to_model_parallel_region": Helper("convert", "I", "S(-1)", ("input_",), group=None),
-        "gather_from_model_parallel_region": Helper("all_gather", "S(-1)", "I", ("input_",), group=None),
+        **_MEGATRON_V1,
         "reduce_scatter_to_sequence_parallel_region": Helper(
             "reduce_scatter", "P", "S({seq_dim})", ("input_", "seq_dim=0"), group=None, dims=("seq_dim",)
         ),
@@ -139,19 +146,8 @@ GPT_NEOX = Style(
     },
 )
 
-# fairscale's model_parallel (the LLaMA reference code's TP): Megatron v1's
-# four helpers, no group argument (the model-parallel group); the split and
-# the gather work on the last dim.
-FAIRSCALE = Style(
-    "fairscale",
-    ("fairscale.nn.model_parallel.mappings", "fairscale.nn.model_parallel"),
-    {
-        "copy_to_model_parallel_region": Helper("convert", "I", "R", ("input_",), group=None),
-        "reduce_from_model_parallel_region": Helper("all_reduce", "P", "I", ("input_",), group=None),
-        "scatter_to_model_parallel_region": Helper("convert", "I", "S(-1)", ("input_",), group=None),
-        "gather_from_model_parallel_region": Helper("all_gather", "S(-1)", "I", ("input_",), group=None),
-    },
-)
+# fairscale's model_parallel (the LLaMA reference code's TP): the four alone.
+FAIRSCALE = Style("fairscale", ("fairscale.nn.model_parallel.mappings", "fairscale.nn.model_parallel"), _MEGATRON_V1)
 
 # nanotron: wrapper functions and the autograd Functions they call (.apply
 # takes the group positionally); gathers and scatters work on dim 0.
