@@ -162,7 +162,7 @@ def _stdlib(fullname: str) -> bool:
 
 def _user_code(fullname: str) -> bool:
     """A callee that may hold SPMD annotations: not torch, typing, stdlib, ours."""
-    return not fullname.startswith(_LIBRARY_PREFIXES) and fullname.partition(".")[0] not in _STDLIB
+    return not fullname.startswith(_LIBRARY_PREFIXES) and not _stdlib(fullname)
 
 
 # Methods of builtins' containers that store a value of the element type: a

@@ -150,7 +150,7 @@ def axis_of(expr: _mypy.Expression, typ: Optional[_mypy.Type], api: Any = None) 
 def _branch_axes(expr: _mypy.Expression, api: Any) -> List[Tuple[_mypy.Expression, Optional[_mypy.Type], Optional[Axes]]]:
     """Each value of a conditional axis argument, its type and the axes it
     names (empty for an argument of one value, or without the checker's api)."""
-    branches = _mypy.value_branches(expr) if api is not None else []
+    branches = _mypy.branches(expr, with_or=True) if api is not None else []
     if len(branches) < 2:
         return []
     out = []

@@ -28,10 +28,9 @@ notes the call; its own hook decides when mypy types it, from x's type
 then, so no value is typed ahead of the checker.  Elsewhere
 `nn.Parameter(x)` keeps a typed x's type the same way; of a factory's
 values it is plain mypy's Parameter, of unknown SPMD type: an undeclared
-parameter's layout is
-what its module's initialization makes it (fairscale and Megatron copy a
-rank's slice of a master weight into it), which no type here says.  torch.nn.init's in-place
-initializers (vocab.torch_classes.INIT_IN_PLACE) return their argument, type
+parameter's layout is what its module's initialization makes it
+(fairscale and Megatron copy a rank's slice of a master weight into it),
+which no type here says.  torch.nn.init's in-place initializers (vocab.torch_classes.INIT_IN_PLACE) return their argument, type
 unchanged.
 
 A descriptor class in the stubs (reads the carrier, `__set__` takes a

@@ -256,7 +256,7 @@ def _given_lists(ctx: Any, sig: _mypy.CallableType) -> List[bool]:
     api = ctx.api
     return [
         is_list and i < len(ctx.args) and bool(ctx.args[i])
-        and all(_fits_plain_name(api, a, sig.arg_types[i]) for a in ctx.args[i])
+        and all(_mypy.fits_plain_name(api, a, sig.arg_types[i]) for a in ctx.args[i])
         for i, is_list in enumerate(lists)
     ]
 
@@ -447,17 +447,12 @@ def _relax_stored_value(ctx: Any) -> _mypy.CallableType:
     sig = ctx.default_signature
     api = ctx.api
     given = [  # most calls: the value is no name holding carriers, the first test
-        i < len(ctx.args) and bool(ctx.args[i]) and all(_fits_plain_name(api, a, formal) for a in ctx.args[i])
+        i < len(ctx.args) and bool(ctx.args[i]) and all(_mypy.fits_plain_name(api, a, formal) for a in ctx.args[i])
         and _mypy.plain_tensor_container(formal)  # an SPMD-typed list stays invariant
         for i, formal in enumerate(sig.arg_types)
     ]
     relaxed = _relax_given(api, sig.arg_types, given)
     return sig if relaxed is sig.arg_types else _mypy.with_arg_types(sig, relaxed)
-
-
-def _fits_plain_name(api: Any, expr: Any, formal: _mypy.Type) -> bool:
-    typ = _mypy.carrier_name_type(api, expr)
-    return typ is not None and _mypy.fits_as_plain(api, typ, formal)
 
 
 storing_signature_hook = guarded(_relax_stored_value, default_signature)

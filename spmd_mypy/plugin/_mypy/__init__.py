@@ -177,6 +177,7 @@ from .tensor_types import (
     carrier_name_type,
     erase_carriers,
     fits_as_plain,
+    fits_plain_name,
     list_display_element,
     literal_bool,
     needs_relaxing,
@@ -215,7 +216,7 @@ from .configurations import (
     set_return_type,
 )
 from .typevars import choose, configuration_values, has_type_vars, in_expansion, never, restore_parameters, value_variable
-from .writes import branches, parameter_calls, plain_tensor_call, quietly_typed, value_branches, written_value
+from .writes import branches, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
 from .finals import alias_target, final_name, module_file, module_value, resolve_in_module
 from .partial_sites import declared_partial, source_text, span
@@ -439,7 +440,6 @@ __all__ = [
     "attribute_read",
     "declared_below",
     "branches",
-    "value_branches",
     "parameter_calls",
     "forward_owner",
     "holds_carrier",
@@ -504,6 +504,7 @@ __all__ = [
     "carrier_name_type",
     "erase_carriers",
     "fits_as_plain",
+    "fits_plain_name",
     "has_type_vars",
     "report_as_plain",
     "typed_in_context",

@@ -99,21 +99,17 @@ def literal_str(typ: Optional[Type]) -> Optional[str]:
     return None
 
 
-
-
 def mesh_group_axis(api: Any, expr: Expression) -> Optional[str]:
     """The mesh dim a DeviceMesh's group is asked by name for:
     `mesh.get_group("tp")`, `mesh.get_group(mesh_dim="tp")`, `mesh["tp"].get_group()`
     (the runtime reads such a group as that dim: runtime/mesh.py); else None."""
-    callee = expr.callee if isinstance(expr, CallExpr) else None
-    if not isinstance(callee, MemberExpr) or callee.name != "get_group":
+    if not isinstance(expr, CallExpr) or not isinstance(expr.callee, MemberExpr) or expr.callee.name != "get_group":
         return None
-    receiver = callee.expr
+    receiver = expr.callee.expr
     found = api.lookup_type_or_none(receiver)
     mesh = get_proper_type(found if found is not None else api.get_expression_type(receiver))
     if not isinstance(mesh, Instance) or mesh.type.fullname != DEVICE_MESH:
         return None
-    assert isinstance(expr, CallExpr)
     if not expr.args:  # a mesh of the one dim it was indexed by
         index = receiver.index if isinstance(receiver, IndexExpr) else None
         return index.value if isinstance(index, StrExpr) else None

@@ -163,6 +163,13 @@ def carrier_name_type(api: Any, expr: object) -> Optional[Type]:
     return narrowed if narrowed is not None else expr.node.type
 
 
+def fits_plain_name(api: Any, expr: object, formal: Type) -> bool:
+    """A name holding carriers (carrier_name_type) that fits `formal` once
+    they are erased: a plain-tensor list parameter may be relaxed for it."""
+    typ = carrier_name_type(api, expr)
+    return typ is not None and fits_as_plain(api, typ, formal)
+
+
 def needs_relaxing(api: Any, expr: Expression, formal: Type) -> bool:
     """Whether a library parameter holding a list of tensors must be relaxed
     for this argument: never for a display or comprehension (typed in the
@@ -177,14 +184,11 @@ def needs_relaxing(api: Any, expr: Expression, formal: Type) -> bool:
         return False
     node = expr.node if isinstance(expr, RefExpr) else None
     if isinstance(node, Var) and node.type is not None:
-        typ = carrier_name_type(api, expr)
-    elif _attribute_chain(expr):
-        typ = quietly_typed(api, expr)
-        if not _holds_deep(typ, is_carrier, _DEPTH):
-            return False
-    else:
+        return fits_plain_name(api, expr, formal)
+    if not _attribute_chain(expr):
         return True
-    return typ is not None and fits_as_plain(api, typ, formal)
+    typ = quietly_typed(api, expr)
+    return _holds_deep(typ, is_carrier, _DEPTH) and fits_as_plain(api, typ, formal)
 
 
 def _attribute_chain(expr: Expression) -> bool:

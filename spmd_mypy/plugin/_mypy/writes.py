@@ -99,21 +99,14 @@ def quietly_typed(api: Any, expr: Expression) -> Type:
         return api.expr_checker.accept(expr)
 
 
-def branches(expr: Expression) -> List[Expression]:
+def branches(expr: Expression, with_or: bool = False) -> List[Expression]:
     """The values a written expression may be: the branches of `a if c else b`
-    (nested), else the expression itself."""
+    (and with `with_or` the operands of `a or b`), nested, else the
+    expression itself."""
     if isinstance(expr, ConditionalExpr):
-        return branches(expr.if_expr) + branches(expr.else_expr)
-    return [expr]
-
-
-def value_branches(expr: Expression) -> List[Expression]:
-    """The values an expression may be: the branches of `a if c else b` and
-    the operands of `a or b` (nested), else the expression itself."""
-    if isinstance(expr, ConditionalExpr):
-        return value_branches(expr.if_expr) + value_branches(expr.else_expr)
-    if isinstance(expr, OpExpr) and expr.op == "or":
-        return value_branches(expr.left) + value_branches(expr.right)
+        return branches(expr.if_expr, with_or) + branches(expr.else_expr, with_or)
+    if with_or and isinstance(expr, OpExpr) and expr.op == "or":
+        return branches(expr.left, with_or) + branches(expr.right, with_or)
     return [expr]
 
 
