@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from mypy.nodes import CallExpr, Expression, IndexExpr, MemberExpr, StrExpr, TypeInfo
+from mypy.nodes import AssignmentStmt, CallExpr, Expression, IndexExpr, MemberExpr, NameExpr, StrExpr, TypeInfo, Var
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import Instance, LiteralType, NoneType, Type, UnionType, get_proper_type
 
@@ -88,15 +88,58 @@ def relax_group(typ: Type) -> Type:
 
 
 def literal_str(typ: Optional[Type]) -> Optional[str]:
-    """The value of a `Literal["tp"]` type (a parameter or Final of that type)."""
+    """The value of a `Literal["tp"]` type (a parameter or Final of that
+    type), or of an enum member's literal type (`Axis.TP`, whose LiteralType
+    holds the member's name, "TP": its value is the axis)."""
     if typ is None:
         return None
     p = get_proper_type(typ)
     if isinstance(p, Instance) and p.last_known_value is not None:
         p = p.last_known_value
-    if isinstance(p, LiteralType) and isinstance(p.value, str):
-        return p.value
+    if not isinstance(p, LiteralType) or not isinstance(p.value, str):
+        return None
+    if p.fallback.type.is_enum:
+        return enum_member_value(p.fallback.type, p.value)
+    return p.value
+
+
+def enum_member_value(info: TypeInfo, name: str) -> Optional[str]:
+    """The string value of the member `name` of the enum class `info`: one
+    assigned a string literal (its variable's type keeps the literal, in
+    mypy's cache too, where the class body is gone), or `auto()` in a
+    StrEnum (the lower-cased name); else None."""
+    if not info.is_enum:
+        return None
+    sym = info.names.get(name)
+    node = sym.node if sym is not None else None
+    if not isinstance(node, Var):
+        return None  # a method, a nested class: no member
+    t = get_proper_type(node.type) if node.type is not None else None
+    if isinstance(t, Instance) and t.last_known_value is not None:
+        t = t.last_known_value
+    if isinstance(t, LiteralType):
+        return t.value if isinstance(t.value, str) and t.fallback.type.fullname == "builtins.str" else None
+    if _assigned_auto(info, node, t) and any(b.fullname == "enum.StrEnum" for b in info.mro[1:]):
+        return name.lower()
     return None
+
+
+def _assigned_auto(info: TypeInfo, node: Var, t: Optional[Type]) -> bool:
+    """Whether the member's value is `auto()`: its type says so once checked
+    (and in the cache); before, the class body does."""
+    if isinstance(t, Instance):
+        return t.type.fullname == "enum.auto"
+    for stmt in info.defn.defs.body:
+        if isinstance(stmt, AssignmentStmt) and len(stmt.lvalues) == 1:
+            target = stmt.lvalues[0]
+            if isinstance(target, NameExpr) and target.name == node.name:
+                value = stmt.rvalue
+                return (
+                    isinstance(value, CallExpr)
+                    and isinstance(value.callee, (NameExpr, MemberExpr))
+                    and value.callee.name == "auto"
+                )
+    return False
 
 
 def mesh_group_axis(api: Any, expr: Expression) -> Optional[str]:

@@ -37,12 +37,12 @@ from mypy.nodes import (
     OverloadedFuncDef,
     RefExpr,
     Statement,
-    StrExpr,
     TypeInfo,
     Var,
 )
 from mypy.types import Instance, Type, get_proper_type
 
+from .group_types import enum_member_value
 from .spmd_types_regions import rewrite_regions
 from .tree import sub_blocks
 
@@ -167,36 +167,16 @@ def dict_entries(expr: Expression) -> Optional[List[Tuple[Optional[Expression], 
 
 
 def enum_value(expr: Expression) -> Optional[str]:
-    """The string value of an enum member written `Axis.TP` (a str or
-    StrEnum class whose member is assigned a string literal, or `auto()` in a
-    StrEnum: the lower-cased name), else None."""
+    """The string value of an enum member written `Axis.TP` (group_types.enum_member_value), else None."""
     if not isinstance(expr, MemberExpr):
         return None
     node = expr.node
     info = getattr(node, "info", None) if isinstance(node, Var) else None
     if info is None and isinstance(expr.expr, RefExpr):  # `Axis.TP`: the class's member
         info = expr.expr.node
-    if not isinstance(info, TypeInfo) or not info.is_enum:
+    if not isinstance(info, TypeInfo):
         return None
-    for stmt in info.defn.defs.body:
-        if (
-            isinstance(stmt, AssignmentStmt)
-            and len(stmt.lvalues) == 1
-            and isinstance(stmt.lvalues[0], NameExpr)
-            and stmt.lvalues[0].name == expr.name
-        ):
-            value = stmt.rvalue
-            if isinstance(value, StrExpr):
-                return value.value
-            if (
-                isinstance(value, CallExpr)
-                and isinstance(value.callee, (NameExpr, MemberExpr))
-                and value.callee.name == "auto"
-                and any(base.type.fullname == "enum.StrEnum" for base in info.bases)
-            ):
-                return expr.name.lower()
-            return None
-    return None
+    return enum_member_value(info, expr.name)
 
 
 def instance_fullname(typ: Optional[Type]) -> Optional[str]:
