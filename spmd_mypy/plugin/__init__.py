@@ -75,6 +75,7 @@ from . import (
     reading,
     relation,
     setup_check,
+    spec_argument,
     untyped_regions,
 )
 from ..vocab.opclasses import untyped_function
@@ -491,9 +492,15 @@ class SpmdPlugin(_mypy.Plugin):
         # bodies, which mypy's cache does not keep, and a module applying
         # the Functions elsewhere would else find them unread in a warm run
         # where a cold run types them.
+        data = self._config_data
+        # A module's Final specs, read by the modules importing them: a change
+        # of their values changes the module's interface (spec_argument.py).
+        digest = spec_argument.final_specs_digest(ctx.path) if _user_code(ctx.id + ".") else None
+        if digest is not None:
+            data = {**data, "final_specs": digest}
         if not ctx.is_check and ctx.id in self._hook_modules:
-            return {**self._config_data, "checked_each_run": True}
-        return self._config_data
+            return {**data, "checked_each_run": True}
+        return data
 
     def get_additional_deps(self, file: Any) -> List[Tuple[int, str, int]]:
         # Files that annotate tensors or call spmd need the carrier's stub loaded.

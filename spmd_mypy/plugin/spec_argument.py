@@ -1,11 +1,20 @@
 """An `Spmd(...)` passed as an argument and read statically (spmd.assert_spmd):
 written in the call, or a module-level `Final` name (`SPEC: Final =
 Spmd(...)`, in this module or imported).  Anything else is an error: a spec
-held in an ordinary variable could change, so the checker cannot read it."""
+held in an ordinary variable could change, so the checker cannot read it.
+
+A Final spec's value is no part of its module's interface in mypy's cache
+(its type is `Spmd` whatever the value): an edit of the value alone would
+leave the modules importing it fresh, with the verdict of the old value.
+`final_specs_digest` is a digest of a module's Final specs, which the
+plugin's report_config_data adds to what it reports for the module; mypy
+hashes that into the module's interface, so the importers are checked
+again when a value changes."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _mypy
@@ -53,6 +62,31 @@ def _module_values(tree: ast.AST) -> Dict[str, ast.expr]:
 
 # A module's top-level values, per file version (a Final spec is written at the top level).
 _VALUES: FileIndex[Dict[str, ast.expr]] = FileIndex(lambda data: True, _module_values, {})
+
+
+def _final_specs(tree: ast.AST) -> Optional[str]:
+    """A digest of the module's top-level `NAME: Final = <value naming Spmd>`
+    statements (None when it has none)."""
+    found = []
+    for stmt in tree.body if isinstance(tree, ast.Module) else ():
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and "Final" in ast.dump(stmt.annotation):
+            value = ast.dump(stmt.value)
+            if "Spmd" in value:
+                found.append(f"{ast.dump(stmt.target)}={value}")
+    return hashlib.sha1("\n".join(found).encode()).hexdigest()[:16] if found else None
+
+
+# The digest of a module's Final specs, per file version (only files whose
+# bytes name both Final and Spmd are parsed).
+_DIGESTS: FileIndex[Optional[str]] = FileIndex(
+    lambda data: data.find(b"Final") >= 0 and data.find(b"Spmd") >= 0, _final_specs, None
+)
+
+
+def final_specs_digest(path: Optional[str]) -> Optional[str]:
+    """A digest of the Final specs the module at `path` defines, from its
+    source as it is now (None: it defines none)."""
+    return _DIGESTS.compute(path)
 
 
 def _from_source(path: Optional[str], name: str) -> Optional[ast.expr]:

@@ -151,6 +151,48 @@ def test_a_module_made_stale_by_a_dependency_keeps_per_axis_returns(tmp_path: Pa
 
 
 
+
+SPECS = """\
+from typing import Final
+from spmd_mypy import R, V, Spmd
+
+ACT: Final = Spmd(tp=V)
+"""
+
+SPEC_USER = """\
+from typing import Annotated
+from torch import Tensor
+import spmd_mypy as spmd
+from spmd_mypy import Spmd, R
+from specs import ACT
+
+def f(x: Annotated[Tensor, Spmd(tp=R)]) -> None:
+    spmd.assert_spmd(x, ACT)
+"""
+
+
+def test_a_warm_run_sees_the_new_value_of_an_imported_final_spec(tmp_path: Path) -> None:
+    # The value of `ACT: Final = Spmd(...)` is no part of the mypy type of
+    # ACT (Spmd), so an edit of the value alone left user.py fresh in the
+    # cache, keeping the old verdict; the specs' digest is in specs.py's
+    # interface now (spec_argument.final_specs_digest).
+    proj = _project(tmp_path)
+    (proj / "model.py").unlink()
+    (proj / "specs.py").write_text(SPECS)
+    (proj / "user.py").write_text(SPEC_USER)
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py"]
+    wrong = ["user.py:8: error: spmd.assert_spmd on axis 'tp': x is R, not V"]
+    for round_ in range(2):  # cold, then warm: the same verdict
+        out = _run(mypy, proj)
+        assert [e.split(";")[0] for e in _errors(out)] == wrong, (round_, out.stdout + out.stderr)
+    _edit(proj / "specs.py", SPECS.replace("Spmd(tp=V)", "Spmd(tp=R)"))
+    out = _run(mypy, proj)
+    assert out.returncode == 0 and not _errors(out), out.stdout + out.stderr
+    _edit(proj / "specs.py", SPECS)
+    out = _run(mypy, proj)
+    assert [e.split(";")[0] for e in _errors(out)] == wrong, out.stdout + out.stderr
+
+
 ALIAS_USER = '''\
 from typing import Annotated
 from torch import Tensor
