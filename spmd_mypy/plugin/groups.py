@@ -40,6 +40,7 @@ from .config import Settings
 from .errors import SPMD_ANNOTATION, SPMD_GROUP
 from .guard import default_return, guarded
 from .sourcefile import dotted
+from .spec_argument import enum_alias_value
 
 __all__ = [
     "AXIS_FULLNAMES",
@@ -136,6 +137,9 @@ def axis_of(expr: _mypy.Expression, typ: Optional[_mypy.Type], api: Any = None) 
     written = _mypy.str_value(expr) or _mypy.str_tuple(expr)
     if written is not None:
         return written
+    alias = enum_alias_value(api, expr) if api is not None else None
+    if alias is not None:
+        return alias  # DP after `DP = MeshAxisName.DP`
     names = axis_names_of_type(typ)
     if names is not None:
         return names[0] if len(names) == 1 else names

@@ -9,18 +9,27 @@ leave the modules importing it fresh, with the verdict of the old value.
 `final_specs_digest` is a digest of a module's Final specs, which the
 plugin's report_config_data adds to what it reports for the module; mypy
 hashes that into the module's interface, so the importers are checked
-again when a value changes."""
+again when a value changes.
+
+The same file reading gives a module-level alias of a str enum's member its
+value as an axis (`DP = MeshAxisName.DP`, torchtitan's sharding modules):
+mypy types `DP` as MeshAxisName without the member, so the member is read
+from the alias's statement in the source (`enum_alias_value`), trusted only
+when the module binds the name once, at its top level, and never declares
+it `global`; the digest covers such statements too."""
 
 from __future__ import annotations
 
 import ast
 import hashlib
-from typing import Any, Callable, Dict, Optional, Tuple
+import re
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _mypy
 from .annotations import AnnotationError
 from .callsite import spmd_expr_ast
-from .sourcefile import FileIndex
+from .answers import depends_on_site
+from .sourcefile import FileIndex, file_version, read_source, source_file
 
 Resolve = Callable[[str], Optional[str]]
 
@@ -64,29 +73,102 @@ def _module_values(tree: ast.AST) -> Dict[str, ast.expr]:
 _VALUES: FileIndex[Dict[str, ast.expr]] = FileIndex(lambda data: True, _module_values, {})
 
 
-def _final_specs(tree: ast.AST) -> Optional[str]:
-    """A digest of the module's top-level `NAME: Final = <value naming Spmd>`
-    statements (None when it has none)."""
+def _final_specs(tree: ast.AST) -> List[str]:
+    """The module's top-level `NAME: Final = <value naming Spmd>` statements, dumped."""
     found = []
     for stmt in tree.body if isinstance(tree, ast.Module) else ():
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and "Final" in ast.dump(stmt.annotation):
             value = ast.dump(stmt.value)
             if "Spmd" in value:
                 found.append(f"{ast.dump(stmt.target)}={value}")
-    return hashlib.sha1("\n".join(found).encode()).hexdigest()[:16] if found else None
+    return found
 
 
-# The digest of a module's Final specs, per file version (only files whose
-# bytes name both Final and Spmd are parsed).
-_DIGESTS: FileIndex[Optional[str]] = FileIndex(
-    lambda data: data.find(b"Final") >= 0 and data.find(b"Spmd") >= 0, _final_specs, None
-)
+# `NAME = a.b.MEMBER` at the top level of a module: an alias's statement.
+_ALIAS_LINE = re.compile(rb"^[A-Za-z_][\w]*[ \t]*=[ \t]*[A-Za-z_][\w.]*\.[A-Za-z_]\w*[ \t]*(?:#.*)?$", re.M)
+
+# path -> (file version, digest)
+_DIGESTS: Dict[str, Tuple[Tuple[int, int], Optional[str]]] = {}
 
 
 def final_specs_digest(path: Optional[str]) -> Optional[str]:
-    """A digest of the Final specs the module at `path` defines, from its
-    source as it is now (None: it defines none)."""
-    return _DIGESTS.compute(path)
+    """A digest of the Final specs and member aliases the module at `path`
+    defines, from its source as it is now (None: it defines none).  The
+    source is parsed only when its bytes name both Final and Spmd."""
+    if not source_file(path):
+        return None
+    assert path is not None
+    key = file_version(path)
+    if key is None:
+        return None
+    hit = _DIGESTS.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    data = read_source(path)
+    found = [line.decode("utf-8", "replace") for line in _ALIAS_LINE.findall(data)]
+    if data.find(b"Final") >= 0 and data.find(b"Spmd") >= 0:
+        try:
+            found += _final_specs(ast.parse(data))
+        except (SyntaxError, ValueError):
+            found.append("unparsed")  # mypy reports the file; its next version parses again
+    digest = hashlib.sha1("\n".join(found).encode()).hexdigest()[:16] if found else None
+    _DIGESTS[path] = (key, digest)
+    return digest
+
+
+def _aliases(tree: ast.AST) -> Dict[str, ast.expr]:
+    """The module's top-level `NAME = a.b` statements whose name is bound
+    nowhere else at the top level and declared `global` nowhere."""
+    bound: Dict[str, int] = {}
+    values: Dict[str, ast.expr] = {}
+    for stmt in tree.body if isinstance(tree, ast.Module) else ():
+        for target in _bound_names(stmt):
+            bound[target] = bound.get(target, 0) + 1
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Attribute)
+        ):
+            values[stmt.targets[0].id] = stmt.value
+    declared_global = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
+    return {n: v for n, v in values.items() if bound.get(n) == 1 and n not in declared_global}
+
+
+def _bound_names(stmt: ast.stmt) -> List[str]:
+    """The names a top-level statement binds (assignments, imports, defs; a
+    compound statement's whole body counts, at any depth of blocks)."""
+    names = []
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.append(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+            if node is not stmt:
+                continue
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [(a.asname or a.name).split(".")[0] for a in node.names]
+    return names
+
+
+_ALIASES: FileIndex[Dict[str, ast.expr]] = FileIndex(lambda data: True, _aliases, {})
+
+
+def enum_alias_value(api: Any, expr: _mypy.Expression) -> Optional[str]:
+    """The axis a module-level alias of a str enum's member names (see the
+    module's docstring), else None."""
+    found = _mypy.enum_alias(expr)
+    if found is None:
+        return None
+    module, name, info = found
+    value = _ALIASES.compute(_mypy.module_file(api, module)).get(name)
+    if not isinstance(value, ast.Attribute):
+        return None
+    target = _mypy.resolve_in_module(api, module, ast.unparse(value.value))
+    if target != info.fullname:
+        return None  # the statement names another class than mypy's type says
+    depends_on_site()  # read from a module's source, which no call key holds
+    return _mypy.enum_member_value(info, value.attr)
 
 
 def _from_source(path: Optional[str], name: str) -> Optional[ast.expr]:

@@ -38,6 +38,7 @@ from .carrier import carrier, spmd_of
 from .comms import asserted_type, type_collective
 from .errors import SPMD_ARG
 from .groups import axis_of
+from .spec_argument import enum_alias_value
 from .guard import default_return, guarded
 
 _mypy.load("spmd_types_tree")  # the mypy side of this feature (_mypy/__init__.py)
@@ -250,19 +251,26 @@ def _read_dict(ctx: Any, expr: _mypy.Expression, axes: Dict[str, AxisType], labe
 QUIET = [False]
 
 
-def _read_spec(expr: _mypy.Expression, axes: Dict[str, AxisType]) -> bool:
+def _read_spec(ctx: Any, expr: _mypy.Expression, axes: Dict[str, AxisType]) -> bool:
     """PartitionSpec(e0, e1, ...): each dim sharded on one named axis is S(dim)
     there, on several axes V on each."""
     parts = _mypy.call_parts(expr)
     if parts is None or parts[0] != _PARTITION_SPEC:
         return False
     for dim, entry in enumerate(parts[1]):
-        one = _mypy.str_value(entry) or _mypy.enum_value(entry)
+        one = _named_axis(ctx, entry)
         if one is not None:
             axes[one] = Shard(dim)
-        for name in _mypy.str_tuple(entry) or ():
-            axes[name] = V
+        items = _mypy.display_items(entry) if one is None else None  # (DP, CP): sharded on both
+        for name in (_named_axis(ctx, item) for item in items or ()):
+            if name is not None:
+                axes[name] = V
     return True
+
+
+def _named_axis(ctx: Any, expr: _mypy.Expression) -> Optional[str]:
+    """The axis a string, a str enum's member or an alias of one names."""
+    return _mypy.str_value(expr) or _mypy.enum_value(expr) or enum_alias_value(ctx.api, expr)
 
 
 def asserted_of(ctx: Any, exprs: List[_mypy.Expression], label: str, env: Optional[Env] = None) -> Optional[Spmd]:
@@ -271,7 +279,7 @@ def asserted_of(ctx: Any, exprs: List[_mypy.Expression], label: str, env: Option
     axes: Dict[str, AxisType] = {}
     bare: Optional[AxisType] = None
     for expr in exprs:
-        if _read_dict(ctx, expr, axes, label, env) or _read_spec(expr, axes):
+        if _read_dict(ctx, expr, axes, label, env) or _read_spec(ctx, expr, axes):
             continue
         t = _axis_type(expr)
         if t is not None and not isinstance(t, str):

@@ -193,6 +193,30 @@ def test_a_warm_run_sees_the_new_value_of_an_imported_final_spec(tmp_path: Path)
     assert [e.split(";")[0] for e in _errors(out)] == wrong, out.stdout + out.stderr
 
 
+
+def test_a_warm_run_sees_the_new_member_of_an_imported_enum_alias(tmp_path: Path) -> None:
+    # `TP = Axis.TP` is typed Axis whatever the member: the alias statements
+    # are in the module's digest too, so an edit of the member re-checks users.
+    proj = _project(tmp_path)
+    (proj / "model.py").unlink()
+    (proj / "axes.py").write_text('import enum\n\nclass Axis(enum.StrEnum):\n    TP = "tp"\n    DP = "dp"\n')
+    (proj / "names.py").write_text("from axes import Axis\n\nTP = Axis.TP\n")
+    (proj / "user.py").write_text(
+        "import torch\nimport spmd_types as spmd\nfrom names import TP\n\n"
+        "def f(x: torch.Tensor) -> None:\n"
+        '    spmd.assert_type(x, {"tp": spmd.R})\n'
+        "    spmd.assert_type(x, {TP: spmd.P})\n"
+    )
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "user.py"]
+    wrong = ["user.py:7: error: spmd_types.assert_type on axis 'tp': x is R, not P"]
+    for round_ in range(2):  # cold, then warm
+        out = _run(mypy, proj)
+        assert [e.split(";")[0] for e in _errors(out)] == wrong, (round_, out.stdout + out.stderr)
+    _edit(proj / "names.py", "from axes import Axis\n\nTP = Axis.DP\n")  # x has no dp yet: P there is fine
+    out = _run(mypy, proj)
+    assert out.returncode == 0 and not _errors(out), out.stdout + out.stderr
+
+
 ALIAS_USER = '''\
 from typing import Annotated
 from torch import Tensor

@@ -150,6 +150,7 @@ from .group_types import (
     group_in_analyzer,
     group_in_checker,
     group_text,
+    enum_member_value,
     is_process_group,
     literal_str,
     mesh_group_axis,
@@ -218,7 +219,7 @@ from .configurations import (
 from .typevars import choose, configuration_values, has_type_vars, in_expansion, never, restore_parameters, value_variable
 from .writes import branches, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
-from .finals import alias_target, final_name, module_file, module_value, resolve_in_module
+from .finals import alias_target, enum_alias, final_name, module_file, module_value, resolve_in_module
 from .partial_sites import declared_partial, source_text, span
 
 # The submodules only features use (spmd_types, gradient sync, spmd.trusted,
@@ -365,6 +366,7 @@ __all__ = [
     "instance_fullname",
     "dict_entries",
     "enum_value",
+    "enum_member_value",
     "is_process_group",
     "literal_str",
     "mesh_group_axis",
@@ -455,6 +457,7 @@ __all__ = [
     "ignore_unknown_result_overrides",
     # finals
     "alias_target",
+    "enum_alias",
     "final_name",
     "module_file",
     "module_value",

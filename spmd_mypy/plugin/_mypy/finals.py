@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from mypy.nodes import AssignmentStmt, Expression, MypyFile, NameExpr, RefExpr, TypeAlias, Var
-from mypy.types import Type, get_proper_type
+from mypy.nodes import VAR_NO_INFO, AssignmentStmt, Expression, MypyFile, NameExpr, RefExpr, TypeAlias, TypeInfo, Var
+from mypy.types import Instance, Type, get_proper_type
 
 
 def alias_target(expr: Expression) -> Optional[Type]:
@@ -49,6 +49,20 @@ def module_value(api: Any, module: str, name: str) -> Optional[Expression]:
         ):
             return stmt.rvalue
     return None
+
+
+def enum_alias(expr: Expression) -> Optional[Tuple[str, str, TypeInfo]]:
+    """(module, name, the enum class) of a reference to a module-level
+    variable, not Final, whose type is an enum class (`DP` after `DP =
+    MeshAxisName.DP`: mypy types it MeshAxisName, without the member)."""
+    node = expr.node if isinstance(expr, RefExpr) else None
+    if not isinstance(node, Var) or node.is_final or node.info is not VAR_NO_INFO or node.type is None:
+        return None
+    typ = get_proper_type(node.type)
+    if not isinstance(typ, Instance) or not typ.type.is_enum:
+        return None
+    module, _, name = node.fullname.rpartition(".")
+    return (module, name, typ.type) if module else None
 
 
 def module_file(api: Any, module: str) -> Optional[str]:
