@@ -84,8 +84,10 @@ def _final_specs(tree: ast.AST) -> List[str]:
     return found
 
 
-# `NAME = a.b.MEMBER` at the top level of a module: an alias's statement.
-_ALIAS_LINE = re.compile(rb"^[A-Za-z_][\w]*[ \t]*=[ \t]*[A-Za-z_][\w.]*\.[A-Za-z_]\w*[ \t]*(?:#.*)?$", re.M)
+# `NAME = a.b.MEMBER` at the top level of a module: an alias's statement
+# (after a newline: a literal start lets the scan skip to newlines, several
+# times faster than `^` in multiline mode).
+_ALIAS_LINE = re.compile(rb"\n([A-Za-z_]\w*[ \t]*=[ \t]*[A-Za-z_][\w.]*\.[A-Za-z_]\w*)[ \t]*(?:#[^\n]*)?(?=\r?\n|$)")
 
 # path -> (file version, digest)
 _DIGESTS: Dict[str, Tuple[Tuple[int, int], Optional[str]]] = {}
@@ -105,7 +107,7 @@ def final_specs_digest(path: Optional[str]) -> Optional[str]:
     if hit is not None and hit[0] == key:
         return hit[1]
     data = read_source(path)
-    found = [line.decode("utf-8", "replace") for line in _ALIAS_LINE.findall(data)]
+    found = [line.decode("utf-8", "replace") for line in _ALIAS_LINE.findall(b"\n" + data)]
     if data.find(b"Final") >= 0 and data.find(b"Spmd") >= 0:
         try:
             found += _final_specs(ast.parse(data))
