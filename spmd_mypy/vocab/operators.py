@@ -51,7 +51,7 @@ OPERATORS: Final[Tuple[Operator, ...]] = (
     Operator("neg", "unary -", "linear", "neg"),
     Operator("pos", "unary +", "linear", "positive"),
     Operator("getitem", "indexing", "linear", None, pointwise=False),
-    Operator("pow", "**", "nonlinear", "pow", pointwise=False),
+    Operator("pow", "**", "nonlinear", "pow", reflected=True, scalars=True, pointwise=False),
     Operator("gt", ">", "nonlinear", "gt", nograd=True),
     Operator("ge", ">=", "nonlinear", "ge", nograd=True),
     Operator("lt", "<", "nonlinear", "lt", nograd=True),

@@ -30,9 +30,11 @@ def test_powers_and_comparisons_are_nonlinear_and_comparisons_carry_no_gradient(
 
 
 def test_reflected_in_place_and_scalar_forms() -> None:
-    assert oc.REFLECTED == {"__radd__", "__rsub__", "__rmul__", "__rmatmul__", "__rtruediv__"}
+    # Tensor defines each (2.0 ** x is x.__rpow__(2.0))
+    assert oc.REFLECTED == {"__radd__", "__rsub__", "__rmul__", "__rmatmul__", "__rtruediv__", "__rpow__"}
+    assert oc.op_class("__rpow__", "tensor") == oc.NONLINEAR
     assert oc.out_of_place("__iadd__") == "__add__" and oc.out_of_place("__imatmul__") == "__matmul__"
-    assert {"__add__", "__rmul__", "__itruediv__"} <= oc.SCALAR_OPERANDS
+    assert {"__add__", "__rmul__", "__itruediv__", "__pow__", "__rpow__"} <= oc.SCALAR_OPERANDS
     assert "__matmul__" not in oc.SCALAR_OPERANDS  # x @ 2 is no product with a number
 
 
