@@ -8,7 +8,8 @@ variable SPMD_MYPY_STRICT=1 and the exception propagates instead (mypy then
 stops with its internal-error report); the test suite runs that way, so a
 fallback anywhere in it is a failing test.
 
-`guarded` is also where messages take the user's vocabulary (`vocabulary =
+`guarded` is also where the spmd-* errors of spmd_types' unchecked regions
+are dropped (_mypy/region_errors.py), and where messages take the user's vocabulary (`vocabulary =
 jax` in [spmd_mypy]: Reduced/Unreduced/Invariant/Varying for R/P/I/V):
 the spmd-* errors a hook reported are reworded when it returns
 (vocab/aliases.py has the words, _mypy/reword.py the rewriting).  It is also
@@ -52,18 +53,21 @@ def set_vocabulary(name: str) -> None:
     _update_bare()
 
 
-# Whether hooks run bare: no vocabulary to reword messages into and no
-# configured function declared so far (flags are only ever added), the case
-# of most projects, where a hook's errors need no mark (a hook call's cost).
+# Whether hooks run bare: no vocabulary to reword messages into, no
+# configured function declared so far (flags are only ever added) and no
+# unchecked region seen (spmd_types' no_typecheck bodies, whose spmd-*
+# errors a watcher drops: _mypy/region_errors.py), the case of most
+# projects, where a hook's errors need no mark (a hook call's cost).
 _BARE = True
 
 
 def _update_bare(_flag: Optional[str] = None) -> None:
     global _BARE
-    _BARE = _VOCABULARY[0] is None and not _mypy.FLAG_NAMES
+    _BARE = _VOCABULARY[0] is None and not _mypy.FLAG_NAMES and not _mypy.any_region()
 
 
 _mypy.on_new_flag(_update_bare)
+_mypy.on_first_region(_update_bare)
 
 
 def _reworded(vocabulary: str) -> Callable[[str], str]:
@@ -94,10 +98,19 @@ def _skipped(fn: Hook[T], fallback: Hook[T], ctx: Any, exc: Exception) -> T:
 
 
 def _marked(fn: Hook[T], fallback: Hook[T], ctx: Any) -> T:
-    """guarded's call when messages may be reworded or named by a configuration."""
+    """guarded's call when messages may be reworded or named by a
+    configuration, or dropped in an unchecked region."""
+    api = getattr(ctx, "api", None)
+    lines = _mypy.region_lines(api) if api is not None else None
+    if lines is not None:
+        with _mypy.region_errors_dropped(api, lines):
+            return _reworded_call(fn, fallback, ctx, api)
+    return _reworded_call(fn, fallback, ctx, api)
+
+
+def _reworded_call(fn: Hook[T], fallback: Hook[T], ctx: Any, api: Any) -> T:
     vocabulary = _VOCABULARY[0]
     configured = bool(_mypy.FLAG_NAMES)  # a configured function exists
-    api = getattr(ctx, "api", None)
     mark = None if vocabulary is None and not configured else _mypy.error_mark(api)
     try:
         return fn(ctx)

@@ -143,6 +143,7 @@ from .members import (
     without_none,
 )
 from .overrides import ignore_carrier_overrides, ignore_unknown_result_overrides
+from .region_errors import any_region, on_first_region, region_errors_dropped, region_lines
 from .reword import error_mark, reword_since
 from .group_types import (
     GROUP_CARRIER,
@@ -383,6 +384,10 @@ __all__ = [
     "stub_findable",
     "type_position",
     # reword
+    "any_region",
+    "on_first_region",
+    "region_errors_dropped",
+    "region_lines",
     "error_mark",
     "reword_since",
     # calls

@@ -13,6 +13,7 @@ from mypy.typeops import bind_self
 from mypy.types import CallableType, FunctionLike, Instance, Overloaded, Type, TypeType, get_proper_type
 
 from .analyzer import node_of
+from .region_errors import region_dropped
 from .tensor_types import erase_carriers
 
 
@@ -42,11 +43,14 @@ def fail_past_filters(api: Any, msg: str, context: Context, code: ErrorCode) -> 
     the one the user needs, and the operator itself is fine."""
     errors = api.msg.errors
     saved = errors._watchers
-    errors._watchers = []
-    try:
-        api.fail(msg, context, code=code)
-    finally:
-        errors._watchers = saved
+    # in an unchecked region the error is dropped (its watcher is among those
+    # skipped here); the watchers above it still see an error, as they would
+    if not region_dropped(api, context.line, code.code):
+        errors._watchers = []
+        try:
+            api.fail(msg, context, code=code)
+        finally:
+            errors._watchers = saved
     # The watchers above the first filter would have seen it (among them a
     # hook's own watch, call_keys.error_watch): they still do.
     for watcher in reversed(saved):

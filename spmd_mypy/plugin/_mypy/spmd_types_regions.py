@@ -2,8 +2,8 @@
 
 - `with spmd.no_typecheck():` and a function decorated `@spmd.no_typecheck`
   / `@spmd.no_typecheck()` / `@spmd.no_typecheck(in_types=, out_types=)`:
-  the body is not checked.  Its lines ignore the spmd-* error codes (mypy's
-  per-line ignores, as `# type: ignore[spmd-...]` would), and each value
+  the body is not checked.  The spmd-* errors at its lines are dropped
+  (region_errors.py, as `# type: ignore[spmd-...]` would), and each value
   assigned there is wrapped in `spmd_types._spmd_unchecked(e)`, whose hook
   makes its tensors of unknown SPMD type: a value leaving the region has the
   type a later assert_type states, and no other.
@@ -76,17 +76,13 @@ from .typecheck_hooks import (  # noqa: F401  (Asserted, remember_hooks, typeche
     remember_hooks,
     typecheck_hooks_of,
 )
+from .region_errors import add_region
 from .tree import flat_statements, is_phantom_call, sub_blocks
 
 MODULE = "spmd_types"
 ALIAS = "_spmd_types_"  # the name a rewritten tree binds spmd_types to
 UNCHECKED = "_spmd_unchecked"
 DECLARED = "_spmd_declared"
-# spmd-mypy's error codes a region's lines ignore ("unused-ignore": never reported unused)
-REGION_CODES = [
-    "spmd-op", "spmd-collective", "spmd-arg", "spmd-return", "spmd-assign", "spmd-backward",
-    "spmd-inplace", "spmd-global", "spmd-group", "spmd-untyped", "unused-ignore",
-]
 _RAW_DIST = ("dist", "torch.distributed", "distributed")
 
 
@@ -164,14 +160,6 @@ def bind_alias(tree: MypyFile, modules: Dict[str, MypyFile]) -> None:
 # -- unchecked regions ---------------------------------------------------------------
 
 
-def _ignore_lines(tree: MypyFile, first: int, last: int) -> None:
-    for line in range(first, last + 1):
-        codes = tree.ignored_lines.get(line)
-        if codes == []:
-            continue  # a bare `# type: ignore` there already
-        tree.ignored_lines[line] = list(dict.fromkeys([*(codes or []), *REGION_CODES]))
-
-
 def _erase_assignments(block: Block) -> None:
     """Wrap each value assigned in `block` in _spmd_unchecked, except the
     asserts (assert_type states the type it leaves with, also there)."""
@@ -188,7 +176,7 @@ def _erase_assignments(block: Block) -> None:
 def _unchecked(tree: MypyFile, block: Block) -> None:
     if not block.body:
         return
-    _ignore_lines(tree, block.body[0].line, max(s.end_line or s.line for s in block.body))
+    add_region(tree, block.body[0].line, max(s.end_line or s.line for s in block.body))
     _erase_assignments(block)
 
 

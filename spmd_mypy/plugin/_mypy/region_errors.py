@@ -1,0 +1,90 @@
+"""spmd-mypy's errors dropped in code its user declared unchecked.
+
+spmd_types' `with spmd.no_typecheck():` bodies (spmd_types_regions.py) are
+not checked: the spmd-* errors a hook reports at their lines are dropped,
+as a `# type: ignore[spmd-...]` written there would drop them.  They are
+dropped by an error watcher around each hook call in such a file (the guard,
+plugin/guard.py), not by ignore codes added to mypy's per-line ignores: mypy
+adds a note to every other error on a line that ignores some codes ('Error
+code "operator" not covered by "type: ignore[spmd-op, ...]" comment'), so
+an ignore the user never wrote showed up under plain mypy's own errors
+there.  An error the user's own ignore on the line covers is left to mypy,
+which then counts that ignore as used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+
+from mypy.errors import ErrorInfo, ErrorWatcher
+from mypy.nodes import MypyFile
+
+__all__ = [
+    "REGION_CODES", "add_region", "any_region", "on_first_region", "region_dropped", "region_errors_dropped",
+    "region_lines",
+]
+
+# spmd-mypy's error codes a region's lines drop
+REGION_CODES: FrozenSet[str] = frozenset({
+    "spmd-op", "spmd-collective", "spmd-arg", "spmd-return", "spmd-assign", "spmd-backward",
+    "spmd-inplace", "spmd-global", "spmd-group", "spmd-untyped",
+})
+
+# path -> (the tree the lines are of: a file parsed again has its own, its
+# regions' lines)
+_REGIONS: Dict[str, Tuple[MypyFile, Set[int]]] = {}
+_LISTENERS: List[Callable[[], None]] = []
+
+
+def add_region(tree: MypyFile, first: int, last: int) -> None:
+    """Lines first..last of the tree are an unchecked region."""
+    held = _REGIONS.get(tree.path)
+    if held is None or held[0] is not tree:
+        held = _REGIONS[tree.path] = (tree, set())
+    held[1].update(range(first, last + 1))
+    if len(_REGIONS) == 1 and held[1] and _LISTENERS:
+        for listener in _LISTENERS:
+            listener()
+
+
+def on_first_region(listener: Callable[[], None]) -> None:
+    """Call `listener` once a region is known (hooks then run watched)."""
+    _LISTENERS.append(listener)
+
+
+def any_region() -> bool:
+    return bool(_REGIONS)
+
+
+def region_lines(api: Any) -> Optional[Set[int]]:
+    """The region lines of the file the checker `api` checks (None: none)."""
+    tree = getattr(api, "tree", None)
+    held = _REGIONS.get(getattr(tree, "path", None)) if tree is not None else None
+    return held[1] if held is not None and held[0] is tree and held[1] else None
+
+
+def _left_to_mypy(errors: Any, file: str, line: int, code: str) -> bool:
+    """Whether the user's own ignore comment on the line covers the code."""
+    ignored = errors.ignored_lines.get(file, {}).get(line)
+    return ignored is not None and (not ignored or code in ignored)
+
+
+def region_errors_dropped(api: Any, lines: Set[int]) -> ErrorWatcher:
+    """A watcher (a context manager) dropping the spmd-* errors reported at `lines`."""
+    errors = api.msg.errors
+
+    def drop(file: str, info: ErrorInfo) -> bool:
+        code = getattr(info.code, "code", None)
+        return code in REGION_CODES and info.line in lines and not _left_to_mypy(errors, file, info.line, code)
+
+    return api.msg.filter_errors(filter_errors=drop)
+
+
+def region_dropped(api: Any, line: int, code: str) -> bool:
+    """Whether an error reported past every watcher (calls.fail_past_filters)
+    would be dropped at this line."""
+    lines = region_lines(api)
+    if lines is None or line not in lines or code not in REGION_CODES:
+        return False
+    errors = api.msg.errors
+    return not _left_to_mypy(errors, errors.file, line, code)
