@@ -134,6 +134,15 @@ def in_spmd_file(ctx: Any) -> bool:
     return mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api))
 
 
+def plain_outside_spmd(ctx: Any, result: _mypy.Type) -> _mypy.Type:
+    """`result`, or mypy's own answer where it holds no carrier and the call
+    stands in a file that never mentions spmd: there plain mypy's result
+    (Any from Module.__call__, say) is the one its user sees without us."""
+    if not _mypy.holds_carrier(result) and not in_spmd_file(ctx):
+        return ctx.default_return_type
+    return result
+
+
 def unknown_in_spmd_file(ctx: Any, default: _mypy.Type) -> _mypy.Type:
     """A tensor result of unknown SPMD type: SpmdTensor[Any] in files that use spmd,
     so that returning it from an annotated function is no error (gradual typing)."""

@@ -32,7 +32,7 @@ from ..vocab.spec import Spmd
 from ..vocab.torch_classes import FUNCTIONAL_MODULES, INDEX_FIELDS, NAMED_RESULTS
 from . import _mypy, global_mode, ops, relation
 from .annotations import mentions_spmd
-from .callsite import in_spmd_file
+from .callsite import plain_outside_spmd
 from .carrier import carrier, spmd_of
 from .guard import default_attr, default_return, guarded
 
@@ -79,10 +79,7 @@ def _module_call(ctx: Any) -> _mypy.Type:
     spmd, is mypy's own (Any: Module.__call__), as relation's routing gives."""
     found = _mypy.forward_owner(ctx.type)
     if found is not None and found[0] in FUNCTIONAL_MODULES:
-        result = _functional_forward(ctx, *found)
-        if not _mypy.holds_carrier(result) and not in_spmd_file(ctx):
-            return ctx.default_return_type
-        return result
+        return plain_outside_spmd(ctx, _functional_forward(ctx, *found))
     return relation.module_call_hook(ctx)
 
 

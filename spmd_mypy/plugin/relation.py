@@ -21,7 +21,7 @@ from ..vocab.localtype import AxisType, I, P, PartitionedShard, R, V
 from ..vocab.spec import Spmd, hidden_obligations, mismatches
 from . import _mypy
 from .carrier import carrier, spmd_of
-from .callsite import in_function_body, in_spmd_file, unknown_in_spmd_file, without_gradient
+from .callsite import in_function_body, plain_outside_spmd, unknown_in_spmd_file, without_gradient
 from .errors import SPMD_ARG
 from .groups import check_group_arguments, relaxed_group_parameters
 from .guard import default_return, default_signature, guarded
@@ -505,9 +505,8 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
     if any(_mypy.has_type_vars(r) for r in returns):
         return ctx.default_return_type  # generic in forward's own variables (megatron's checkpoint): mypy's answer
     if not returns or not any(spmd_of(t) is not None for r in returns for t in _mypy.element_types(r)):
-        if not in_spmd_file(ctx):
-            return ctx.default_return_type  # no SPMD type, in code without spmd: plain mypy's answer
-        return unknown_in_spmd_file(ctx, fwd.ret_type)  # an unannotated forward (nn.Linear)
+        # an unannotated forward (nn.Linear): of unknown type, or mypy's answer
+        return plain_outside_spmd(ctx, unknown_in_spmd_file(ctx, fwd.ret_type))
     named = {a for t in fwd.arg_types for e in [wants_of(t)] if e is not None for w in e for a in w.axes}
     named |= {a for b in bound.values() for s in b.spmds if s is not None for a in s.axes}
     extra = _passthrough(held, named)
