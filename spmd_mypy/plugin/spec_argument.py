@@ -138,18 +138,24 @@ def _aliases(tree: ast.AST) -> Dict[str, ast.expr]:
 
 
 def _bound_names(stmt: ast.stmt) -> List[str]:
-    """The names a top-level statement binds (assignments, imports, defs; a
-    compound statement's whole body counts, at any depth of blocks)."""
-    names = []
-    for node in ast.walk(stmt):
+    """The names a module-level statement binds in the module's scope: its
+    targets and imports, a def's or class's name (not what their bodies
+    bind), and what the blocks of an if/for/while/try/with bind."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    names: List[str] = []
+    blocks = [getattr(stmt, field, None) or [] for field in ("body", "orelse", "finalbody")]
+    blocks += [h.body for h in getattr(stmt, "handlers", None) or []]
+    blocks += [c.body for c in getattr(stmt, "cases", None) or []]
+    for block in blocks:
+        for inner in block:
+            names += _bound_names(inner)
+    heads = [n for n in ast.iter_child_nodes(stmt) if not isinstance(n, (ast.stmt, ast.excepthandler))]
+    for node in (n for head in heads for n in ast.walk(head)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.append(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
-            if node is not stmt:
-                continue
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names += [(a.asname or a.name).split(".")[0] for a in node.names]
+            names.append(node.id)  # a target, a for's or with's name, a walrus
     return names
 
 
