@@ -485,19 +485,20 @@ class SpmdPlugin(_mypy.Plugin):
 
     # -- cache and dependencies ---------------------------------------------------
     def report_config_data(self, ctx: _mypy.ReportConfigContext) -> Any:
-        # mypy asks once per module it loads (torch's ~1,700 included): the
-        # same answer, built once.  A module that defines autograd Functions
-        # with typecheck hooks is written with an answer it is never read
-        # with, so mypy checks it on every run: the hooks are read from the
-        # bodies, which mypy's cache does not keep, and a module applying
-        # the Functions elsewhere would else find them unread in a warm run
-        # where a cold run types them.
+        # mypy asks once per module it loads (torch's ~1,700 included), and
+        # hashes the answer into the module's interface.  The rules' digest,
+        # built once; for a user module, a digest of the Final specs and
+        # member aliases it defines (spec_argument.final_specs_digest), so a
+        # change of their values re-checks the modules importing them.
         data = self._config_data
-        # A module's Final specs, read by the modules importing them: a change
-        # of their values changes the module's interface (spec_argument.py).
         digest = spec_argument.final_specs_digest(ctx.path) if _user_code(ctx.id + ".") else None
         if digest is not None:
             data = {**data, "final_specs": digest}
+        # A module that defines autograd Functions with typecheck hooks is
+        # written with an answer it is never read with, so mypy checks it on
+        # every run: the hooks are read from the bodies, which mypy's cache
+        # does not keep, and a module applying the Functions elsewhere would
+        # else find them unread in a warm run where a cold run types them.
         if not ctx.is_check and ctx.id in self._hook_modules:
             return {**data, "checked_each_run": True}
         return data

@@ -9,8 +9,9 @@ stops with its internal-error report); the test suite runs that way, so a
 fallback anywhere in it is a failing test.
 
 `guarded` is also where the spmd-* errors of spmd_types' unchecked regions
-are dropped (_mypy/region_errors.py), and where messages take the user's vocabulary (`vocabulary =
-jax` in [spmd_mypy]: Reduced/Unreduced/Invariant/Varying for R/P/I/V):
+are dropped (_mypy/region_errors.py), and where messages take the user's
+vocabulary (`vocabulary = jax` in [spmd_mypy]: Reduced/Unreduced/Invariant/
+Varying for R/P/I/V):
 the spmd-* errors a hook reported are reworded when it returns
 (vocab/aliases.py has the words, _mypy/reword.py the rewriting).  It is also
 where an error found while checking one configuration of a configured
