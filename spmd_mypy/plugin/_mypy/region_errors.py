@@ -2,7 +2,9 @@
 
 spmd_types' `with spmd.no_typecheck():` bodies (spmd_types_regions.py) are
 not checked: the spmd-* errors a hook reports at their lines are dropped,
-as a `# type: ignore[spmd-...]` written there would drop them.  They are
+as a `# type: ignore[spmd-...]` written there would drop them.  A raw
+torch.distributed collective in a checked autograd forward drops only its
+spmd-collective error (that is where raw collectives belong).  They are
 dropped by an error watcher around each hook call in such a file (the guard,
 plugin/guard.py), not by ignore codes added to mypy's per-line ignores: mypy
 adds a note to every other error on a line that ignores some codes ('Error
@@ -14,7 +16,7 @@ which then counts that ignore as used.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from mypy.errors import ErrorInfo, ErrorWatcher
 from mypy.nodes import MypyFile
@@ -30,18 +32,22 @@ REGION_CODES: FrozenSet[str] = frozenset({
     "spmd-inplace", "spmd-global", "spmd-group", "spmd-untyped",
 })
 
-# path -> (the tree the lines are of: a file parsed again has its own, its
-# regions' lines)
-_REGIONS: Dict[str, Tuple[MypyFile, Set[int]]] = {}
+# path -> (the tree the lines are of: a file parsed again has its own,
+# line -> the codes dropped there)
+Lines = Dict[int, FrozenSet[str]]
+_REGIONS: Dict[str, Tuple[MypyFile, Lines]] = {}
 _LISTENERS: List[Callable[[], None]] = []
 
 
-def add_region(tree: MypyFile, first: int, last: int) -> None:
-    """Lines first..last of the tree are an unchecked region."""
+def add_region(tree: MypyFile, first: int, last: int, codes: FrozenSet[str] = REGION_CODES) -> None:
+    """Lines first..last of the tree drop `codes` (an unchecked region: all
+    of spmd-mypy's)."""
     held = _REGIONS.get(tree.path)
     if held is None or held[0] is not tree:
-        held = _REGIONS[tree.path] = (tree, set())
-    held[1].update(range(first, last + 1))
+        held = _REGIONS[tree.path] = (tree, {})
+    lines = held[1]
+    for line in range(first, last + 1):
+        lines[line] = lines.get(line, frozenset()) | codes
     if len(_REGIONS) == 1 and held[1] and _LISTENERS:
         for listener in _LISTENERS:
             listener()
@@ -56,8 +62,8 @@ def any_region() -> bool:
     return bool(_REGIONS)
 
 
-def region_lines(api: Any) -> Optional[Set[int]]:
-    """The region lines of the file the checker `api` checks (None: none)."""
+def region_lines(api: Any) -> Optional[Lines]:
+    """The lines of the file the checker `api` checks that drop codes (None: none)."""
     tree = getattr(api, "tree", None)
     held = _REGIONS.get(getattr(tree, "path", None)) if tree is not None else None
     return held[1] if held is not None and held[0] is tree and held[1] else None
@@ -69,13 +75,14 @@ def _left_to_mypy(errors: Any, file: str, line: int, code: str) -> bool:
     return ignored is not None and (not ignored or code in ignored)
 
 
-def region_errors_dropped(api: Any, lines: Set[int]) -> ErrorWatcher:
-    """A watcher (a context manager) dropping the spmd-* errors reported at `lines`."""
+def region_errors_dropped(api: Any, lines: Lines) -> ErrorWatcher:
+    """A watcher (a context manager) dropping the errors reported at `lines`
+    with the codes each drops."""
     errors = api.msg.errors
 
     def drop(file: str, info: ErrorInfo) -> bool:
         code = getattr(info.code, "code", None)
-        return code in REGION_CODES and info.line in lines and not _left_to_mypy(errors, file, info.line, code)
+        return code in lines.get(info.line, ()) and not _left_to_mypy(errors, file, info.line, code)
 
     return api.msg.filter_errors(filter_errors=drop)
 
@@ -84,7 +91,7 @@ def region_dropped(api: Any, line: int, code: str) -> bool:
     """Whether an error reported past every watcher (calls.fail_past_filters)
     would be dropped at this line."""
     lines = region_lines(api)
-    if lines is None or line not in lines or code not in REGION_CODES:
+    if lines is None or code not in lines.get(line, ()):
         return False
     errors = api.msg.errors
     return not _left_to_mypy(errors, errors.file, line, code)

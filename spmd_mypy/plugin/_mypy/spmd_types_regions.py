@@ -84,6 +84,7 @@ ALIAS = "_spmd_types_"  # the name a rewritten tree binds spmd_types to
 UNCHECKED = "_spmd_unchecked"
 DECLARED = "_spmd_declared"
 _RAW_DIST = ("dist", "torch.distributed", "distributed")
+_RAW_CODES = frozenset({"spmd-collective"})  # what a raw collective in a forward drops
 
 
 @dataclass
@@ -384,8 +385,7 @@ def _raw_collectives(tree: MypyFile, block: Block) -> None:
     tensor arguments are unknown after it."""
     for i, stmt in enumerate(list(block.body)):
         if isinstance(stmt, ExpressionStmt) and isinstance(stmt.expr, CallExpr) and _raw_dist(stmt.expr.callee):
-            tree.ignored_lines[stmt.line] = list(dict.fromkeys([*(tree.ignored_lines.get(stmt.line) or []),
-                                                               "spmd-collective", "unused-ignore"]))
+            add_region(tree, stmt.line, stmt.line, _RAW_CODES)
             after: List[Statement] = []
             for arg in stmt.expr.args:
                 if isinstance(arg, NameExpr):
