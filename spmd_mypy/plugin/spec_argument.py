@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from . import _mypy
 from .annotations import AnnotationError
@@ -58,19 +58,35 @@ def spec_argument(api: Any, expr: _mypy.Expression) -> Tuple[ast.expr, Resolve]:
     return node, lambda dotted: _mypy.resolve_in_module(api, module, dotted)
 
 
-def _module_values(tree: ast.AST) -> Dict[str, ast.expr]:
-    """The values of a module's top-level single-name assignments."""
+class _TopLevel(NamedTuple):
+    """What a module's source says at its top level, from one parse."""
+
+    values: Dict[str, ast.expr]  # each single-name assignment's value (the last)
+    aliases: Dict[str, ast.expr]  # `NAME = a.b` bound once, declared global nowhere
+
+
+def _top_level(tree: ast.AST) -> _TopLevel:
     values: Dict[str, ast.expr] = {}
+    assigned: Dict[str, ast.expr] = {}
+    bound: Dict[str, int] = {}
     for stmt in tree.body if isinstance(tree, ast.Module) else ():
+        for target in _bound_names(stmt):
+            bound[target] = bound.get(target, 0) + 1
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             values[stmt.target.id] = stmt.value
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            values[stmt.targets[0].id] = stmt.value
-    return values
+            values[stmt.targets[0].id] = assigned[stmt.targets[0].id] = stmt.value
+    declared_global = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
+    aliases = {
+        n: v for n, v in assigned.items()
+        if isinstance(v, ast.Attribute) and bound.get(n) == 1 and n not in declared_global
+    }
+    return _TopLevel(values, aliases)
 
 
-# A module's top-level values, per file version (a Final spec is written at the top level).
-_VALUES: FileIndex[Dict[str, ast.expr]] = FileIndex(lambda data: True, _module_values, {})
+# A module's top-level statements, per file version (a Final spec and an
+# alias of a member are written at the top level).
+_TOP_LEVEL: FileIndex[_TopLevel] = FileIndex(lambda data: True, _top_level, _TopLevel({}, {}))
 
 
 def _final_specs(tree: ast.AST) -> List[str]:
@@ -118,25 +134,6 @@ def final_specs_digest(path: Optional[str]) -> Optional[str]:
     return digest
 
 
-def _aliases(tree: ast.AST) -> Dict[str, ast.expr]:
-    """The module's top-level `NAME = a.b` statements whose name is bound
-    nowhere else at the top level and declared `global` nowhere."""
-    bound: Dict[str, int] = {}
-    values: Dict[str, ast.expr] = {}
-    for stmt in tree.body if isinstance(tree, ast.Module) else ():
-        for target in _bound_names(stmt):
-            bound[target] = bound.get(target, 0) + 1
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(stmt.value, ast.Attribute)
-        ):
-            values[stmt.targets[0].id] = stmt.value
-    declared_global = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
-    return {n: v for n, v in values.items() if bound.get(n) == 1 and n not in declared_global}
-
-
 def _bound_names(stmt: ast.stmt) -> List[str]:
     """The names a module-level statement binds in the module's scope: its
     targets and imports, a def's or class's name (not what their bodies
@@ -159,9 +156,6 @@ def _bound_names(stmt: ast.stmt) -> List[str]:
     return names
 
 
-_ALIASES: FileIndex[Dict[str, ast.expr]] = FileIndex(lambda data: True, _aliases, {})
-
-
 def enum_alias_value(api: Any, expr: _mypy.Expression) -> Optional[str]:
     """The axis a module-level alias of a str enum's member names (see the
     module's docstring), else None."""
@@ -169,7 +163,7 @@ def enum_alias_value(api: Any, expr: _mypy.Expression) -> Optional[str]:
     if found is None:
         return None
     module, name, info = found
-    value = _ALIASES.compute(_mypy.module_file(api, module)).get(name)
+    value = _TOP_LEVEL.compute(_mypy.module_file(api, module)).aliases.get(name)
     if not isinstance(value, ast.Attribute):
         return None
     target = _mypy.resolve_in_module(api, module, ast.unparse(value.value))
@@ -180,4 +174,4 @@ def enum_alias_value(api: Any, expr: _mypy.Expression) -> Optional[str]:
 
 
 def _from_source(path: Optional[str], name: str) -> Optional[ast.expr]:
-    return _VALUES.of(path).get(name)
+    return _TOP_LEVEL.of(path).values.get(name)

@@ -383,11 +383,12 @@ __all__ = [
     "stdlib_modules",
     "stub_findable",
     "type_position",
-    # reword
+    # region_errors
     "any_region",
     "on_first_region",
     "region_errors_dropped",
     "region_lines",
+    # reword
     "error_mark",
     "reword_since",
     # calls

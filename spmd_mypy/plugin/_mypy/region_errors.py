@@ -42,13 +42,14 @@ _LISTENERS: List[Callable[[], None]] = []
 def add_region(tree: MypyFile, first: int, last: int, codes: FrozenSet[str] = REGION_CODES) -> None:
     """Lines first..last of the tree drop `codes` (an unchecked region: all
     of spmd-mypy's)."""
+    first_ever = not _REGIONS
     held = _REGIONS.get(tree.path)
     if held is None or held[0] is not tree:
         held = _REGIONS[tree.path] = (tree, {})
     lines = held[1]
     for line in range(first, last + 1):
         lines[line] = lines.get(line, frozenset()) | codes
-    if len(_REGIONS) == 1 and held[1] and _LISTENERS:
+    if first_ever:
         for listener in _LISTENERS:
             listener()
 
@@ -69,10 +70,14 @@ def region_lines(api: Any) -> Optional[Lines]:
     return held[1] if held is not None and held[0] is tree and held[1] else None
 
 
-def _left_to_mypy(errors: Any, file: str, line: int, code: str) -> bool:
-    """Whether the user's own ignore comment on the line covers the code."""
+def _drops(lines: Lines, errors: Any, file: str, line: int, code: Optional[str]) -> bool:
+    """Whether an error of `code` at `line` is dropped: the line drops the
+    code, and no ignore comment of the user's own there covers it (mypy then
+    ignores it, and counts that ignore as used)."""
+    if code not in lines.get(line, ()):
+        return False
     ignored = errors.ignored_lines.get(file, {}).get(line)
-    return ignored is not None and (not ignored or code in ignored)
+    return ignored is None or (bool(ignored) and code not in ignored)
 
 
 def region_errors_dropped(api: Any, lines: Lines) -> ErrorWatcher:
@@ -81,8 +86,7 @@ def region_errors_dropped(api: Any, lines: Lines) -> ErrorWatcher:
     errors = api.msg.errors
 
     def drop(file: str, info: ErrorInfo) -> bool:
-        code = getattr(info.code, "code", None)
-        return code in lines.get(info.line, ()) and not _left_to_mypy(errors, file, info.line, code)
+        return _drops(lines, errors, file, info.line, getattr(info.code, "code", None))
 
     return api.msg.filter_errors(filter_errors=drop)
 
@@ -91,7 +95,5 @@ def region_dropped(api: Any, line: int, code: str) -> bool:
     """Whether an error reported past every watcher (calls.fail_past_filters)
     would be dropped at this line."""
     lines = region_lines(api)
-    if lines is None or code not in lines.get(line, ()):
-        return False
     errors = api.msg.errors
-    return not _left_to_mypy(errors, errors.file, line, code)
+    return lines is not None and _drops(lines, errors, errors.file, line, code)
