@@ -12,6 +12,12 @@ with ys a local or parameter declared a list or dict that may hold tensors,
 becomes `ys = <REASSIGNED>(xs)`: mypy checks it against the declared list,
 which a list of carriers does not fit (lists are invariant), so the stub's
 hook (declared.py) gives xs's type with its carriers erased when it fits.
+The same goes for a name written under a string key, `d["k"] = xs`, and
+for a name under a string key of a dict display that is a routed value
+(`return {"k": xs}`, `b: Batch = {"k": xs}`): there mypy checks the name
+against the item a TypedDict declares, `k: List[Tensor]`, with no hook of
+its own.  The hook reads the type mypy expects from its context, so a
+plain dict's value, or an item declaring an SPMD type, keeps its type.
 
 Entry point: route_declared(statements).  Module-level assignments are left
 to mypy (see _route_block).  Idempotent: a value that is a stub call already
@@ -27,12 +33,16 @@ from mypy.nodes import (
     AssignmentStmt,
     ClassDef,
     Decorator,
+    DictExpr,
+    Expression,
     ExpressionStmt,
     FuncDef,
+    IndexExpr,
     NameExpr,
     OverloadedFuncDef,
     ReturnStmt,
     Statement,
+    StrExpr,
 )
 from mypy.types import CallableType, Type, UnboundType
 
@@ -104,6 +114,24 @@ def _reassigned_list(stmt: AssignmentStmt, declared: _Declared) -> bool:
     )
 
 
+def _keyed_write(stmt: AssignmentStmt) -> bool:
+    """`d["k"] = xs`: a name written under a string key (a TypedDict's item)."""
+    lvalues = stmt.lvalues
+    return len(lvalues) == 1 and isinstance(lvalues[0], IndexExpr) and type(lvalues[0].index) is StrExpr
+
+
+def _route_keyed_names(value: Expression) -> Expression:
+    """`{"k": xs}`: each name under a string key of a dict display routed
+    like a re-assignment (the display is checked against a declared type,
+    a TypedDict's among them).  Returns `value`, changed in place."""
+    if type(value) is DictExpr:
+        items = value.items
+        for i, (key, item) in enumerate(items):
+            if type(key) is StrExpr and type(item) is NameExpr:
+                items[i] = (key, wrap_in_phantom(item, REASSIGNED))
+    return value
+
+
 _HOLDS, _HOLDS_NOT, _READ = 1, 0, -1
 _NAME_VERDICTS: Dict[str, int] = {}  # an annotation's name -> what it says (_name_verdict)
 
@@ -132,14 +160,18 @@ def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool, 
     for stmt in stmts:
         kind = type(stmt)
         if kind is AssignmentStmt and stmt.unanalyzed_type is None:  # type: ignore[attr-defined]
-            if type(stmt.rvalue) is NameExpr and declared is not None and _reassigned_list(stmt, declared):  # type: ignore[attr-defined, arg-type]
+            if (
+                type(stmt.rvalue) is NameExpr  # type: ignore[attr-defined]
+                and declared is not None
+                and (_reassigned_list(stmt, declared) or _keyed_write(stmt))  # type: ignore[arg-type]
+            ):
                 stmt.rvalue = wrap_in_phantom(stmt.rvalue, REASSIGNED)  # type: ignore[attr-defined]
             continue  # the most common statements: no block inside
         if kind is ExpressionStmt:
             continue
         if isinstance(stmt, ReturnStmt):
             if wrap_returns and stmt.expr is not None:
-                stmt.expr = wrap_in_phantom(stmt.expr, RETURNED)
+                stmt.expr = wrap_in_phantom(_route_keyed_names(stmt.expr), RETURNED)
         elif isinstance(stmt, AssignmentStmt):
             if (
                 in_function
@@ -152,7 +184,7 @@ def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool, 
                 if declared is not None:
                     declared.locals[stmt.lvalues[0].name] = stmt.unanalyzed_type
                 if type(stmt.rvalue).__name__ != "TempNode":  # `y: T` without a value
-                    stmt.rvalue = wrap_in_phantom(stmt.rvalue, ASSIGNED)
+                    stmt.rvalue = wrap_in_phantom(_route_keyed_names(stmt.rvalue), ASSIGNED)
         elif isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
             _route_function(stmt)
         elif isinstance(stmt, ClassDef):

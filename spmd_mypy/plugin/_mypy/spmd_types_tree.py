@@ -44,7 +44,7 @@ from mypy.types import Instance, Type, get_proper_type
 
 from .group_types import enum_member_value
 from .spmd_types_regions import rewrite_regions
-from .tree import sub_blocks
+from .tree import REASSIGNED, is_phantom_call, sub_blocks
 
 MODULE = "spmd_types"
 _REFINING = ("assert_type", "mutate_type")
@@ -111,7 +111,10 @@ def _refine_block(block: Block, modules: Set[str], functions: Set[str], dicts: D
                     dicts.pop(target.name, None)
             elif isinstance(target, IndexExpr) and isinstance(target.base, NameExpr) and target.base.name in dicts:
                 old = dicts[target.base.name]
-                grown = DictExpr([*old.items, (target.index, stmt.rvalue)])
+                value = stmt.rvalue  # `d["tp"] = I`: the name as written (route_declared wraps it)
+                if is_phantom_call(value, REASSIGNED):
+                    value = value.args[0]  # type: ignore[attr-defined]
+                grown = DictExpr([*old.items, (target.index, value)])
                 grown.set_line(old)
                 dicts[target.base.name] = grown
         elif isinstance(stmt, ExpressionStmt) and _refining_call(stmt.expr, modules, functions):
