@@ -189,10 +189,11 @@ def _dotted_ast(text: str) -> ast.expr:
 def spmd_expr_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
     """Rebuild the small expression language of Spmd(...) as stdlib ast for the decoder."""
     full = _mypy.fullname_of(expr)
-    text = _mypy.expr_text(expr)
-    if full is not None and text != "x":
-        names[text] = full
-        return _dotted_ast(text)
+    if full is not None:  # rendered only here: a call's text costs a walk of it
+        text = _mypy.expr_text(expr)
+        if text != "x":
+            names[text] = full
+            return _dotted_ast(text)
     value = _mypy.str_value(expr)
     if value is not None:
         return ast.Constant(value)
@@ -212,7 +213,7 @@ def spmd_expr_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
             [spmd_expr_ast(a, names) for a in parts[1]],
             [ast.keyword(k, spmd_expr_ast(v, names)) for k, v in parts[2]],
         )
-    raise AnnotationError(f"cannot read {text!r} statically", 0)
+    raise AnnotationError(f"cannot read {_mypy.expr_text(expr)!r} statically", 0)
 
 
 def grad_off(api: Any, context: Any) -> Optional[str]:
