@@ -114,10 +114,10 @@ def _lazy_text(expr: _mypy.Expression) -> SourceText:
 
 def _side(where: Tuple[Any, int]) -> str:
     sides = _mypy.operator_sides(where[0])
-    return sides[where[1]] if sides is not None else "x"
+    return sides[where[1]] if sides is not None else _mypy.UNRENDERED
 
 
-def receiver_text(ctx: Any, fallback: str = "x") -> str:
+def receiver_text(ctx: Any, fallback: str = _mypy.UNRENDERED) -> str:
     callee = getattr(ctx.context, "callee", None)
     base = getattr(callee, "expr", None)
     if base is None:
@@ -125,8 +125,8 @@ def receiver_text(ctx: Any, fallback: str = "x") -> str:
         if sides is not None:
             return sides[0]
         base = getattr(ctx.context, "base", None)
-    text = _mypy.expr_text(base) if base is not None else "x"
-    return fallback if text == "x" else text
+    text = _mypy.expr_text(base) if base is not None else _mypy.UNRENDERED
+    return fallback if text == _mypy.UNRENDERED else text
 
 
 def in_spmd_file(ctx: Any) -> bool:
@@ -191,7 +191,7 @@ def spmd_expr_ast(expr: _mypy.Expression, names: Dict[str, str]) -> ast.expr:
     full = _mypy.fullname_of(expr)
     if full is not None:  # rendered only here: a call's text costs a walk of it
         text = _mypy.expr_text(expr)
-        if text != "x":
+        if text != _mypy.UNRENDERED:
             names[text] = full
             return _dotted_ast(text)
     value = _mypy.str_value(expr)

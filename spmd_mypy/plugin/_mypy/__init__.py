@@ -113,6 +113,7 @@ from .carriers import (
 )
 from .expressions import (
     NOT_LITERAL,
+    UNRENDERED,
     call_parts,
     display_items,
     expr_text,
@@ -431,6 +432,7 @@ __all__ = [
     "unknown_carrier",
     # expressions
     "NOT_LITERAL",
+    "UNRENDERED",
     "call_parts",
     "display_items",
     "expr_text",

@@ -7,9 +7,13 @@ from typing import Any, List, Optional, Tuple
 
 from mypy.nodes import (
     ARG_NAMED,
+    ARG_OPT,
     ARG_POS,
     ARG_STAR,
     ARG_STAR2,
+    AssignmentExpr,
+    AwaitExpr,
+    BytesExpr,
     CallExpr,
     ComparisonExpr,
     ConditionalExpr,
@@ -19,8 +23,10 @@ from mypy.nodes import (
     EllipsisExpr,
     Expression,
     FloatExpr,
+    GeneratorExpr,
     IndexExpr,
     IntExpr,
+    LambdaExpr,
     ListComprehension,
     ListExpr,
     MemberExpr,
@@ -30,6 +36,7 @@ from mypy.nodes import (
     SetComprehension,
     SetExpr,
     SliceExpr,
+    StarExpr,
     StrExpr,
     TupleExpr,
     UnaryExpr,
@@ -160,13 +167,19 @@ def expr_text(expr: Expression) -> str:
 
 TEXT_LIMIT = 120
 
+# expr_text of a form it does not render (an f-string): a placeholder no
+# name in the user's code can be, so callers can tell it from a name `x`.
+UNRENDERED = "<expression>"
+
 # Binding strength of binary operators (higher binds tighter), as in Python.
 _PRECEDENCE = {
     "or": 1, "and": 2, "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9,
     "*": 10, "@": 10, "/": 10, "//": 10, "%": 10, "**": 12,
 }
 _UNARY = 11
+_AWAIT = 12  # binds tighter than unary operators; parenthesised as an operand of **
 _ATOM = 13
+_LAMBDA = -1  # below a conditional expression
 _COMPARISON = 4  # `a is not None`: below `|`, above `not`
 _NOT = 3
 _CONDITIONAL = 0  # `a if c else b`: below every binary operator
@@ -181,7 +194,7 @@ def _short(expr: Expression) -> str:
         return f"{_short(expr.callee)}(...)"
     if isinstance(expr, IndexExpr):
         return f"{_short(expr.base)}[...]"
-    return "x"
+    return UNRENDERED
 
 
 def _render(expr: Expression) -> Optional[str]:
@@ -198,6 +211,8 @@ def _rendered(expr: Expression) -> Optional[Tuple[str, int]]:
         return expr.name, _ATOM
     if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):
         return repr(expr.value), _ATOM
+    if isinstance(expr, BytesExpr):  # mypy keeps the text between the quotes
+        return f"b'{expr.value}'", _ATOM
     if isinstance(expr, EllipsisExpr):
         return "...", _ATOM
     if isinstance(expr, MemberExpr):
@@ -231,7 +246,98 @@ def _rendered(expr: Expression) -> Optional[Tuple[str, int]]:
         if isinstance(expr, ListExpr):
             return f"[{body}]", _ATOM
         return (f"({body},)" if len(items) == 1 else f"({body})"), _ATOM
+    return _rendered_other(expr)
+
+
+def _rendered_other(expr: Expression) -> Optional[Tuple[str, int]]:
+    """Displays, comprehensions, lambdas, `await`, `*xs` and `(y := e)`."""
+    if isinstance(expr, DictExpr):
+        parts: List[Optional[str]] = []
+        for key, value in expr.items:
+            if key is None:  # `**d`
+                spread = _operand(value, _UNARY, False)
+                parts.append(None if spread is None else f"**{spread}")
+            else:
+                parts.append(_pair(key, value))
+        return _joined(parts, "{", "}")
+    if isinstance(expr, SetExpr):
+        return _joined([_render(i) for i in expr.items], "{", "}") if expr.items else None
+    if isinstance(expr, (ListComprehension, SetComprehension)):
+        inner = _comprehension(expr.generator)
+        ends = "[]" if isinstance(expr, ListComprehension) else "{}"
+        return None if inner is None else (f"{ends[0]}{inner}{ends[1]}", _ATOM)
+    if isinstance(expr, GeneratorExpr):
+        inner = _comprehension(expr)
+        return None if inner is None else (f"({inner})", _ATOM)
+    if isinstance(expr, DictionaryComprehension):
+        head = _pair(expr.key, expr.value) if expr.key is not None else None
+        loops = _loops(expr.indices, expr.sequences, expr.condlists, expr.is_async)
+        return None if head is None or loops is None else (f"{{{head} {loops}}}", _ATOM)
+    if isinstance(expr, LambdaExpr):
+        return _rendered_lambda(expr)
+    if isinstance(expr, AwaitExpr):
+        inner = _operand(expr.expr, _ATOM, False)
+        return None if inner is None else (f"await {inner}", _AWAIT)
+    if isinstance(expr, StarExpr):
+        inner = _operand(expr.expr, _UNARY, False)
+        return None if inner is None else (f"*{inner}", _ATOM)
+    if isinstance(expr, AssignmentExpr):
+        value = _render(expr.value)
+        return None if value is None else (f"({expr.target.name} := {value})", _ATOM)
     return None
+
+
+def _joined(parts: List[Optional[str]], opening: str, closing: str) -> Optional[Tuple[str, int]]:
+    if any(p is None for p in parts):
+        return None
+    return opening + ", ".join(p for p in parts if p is not None) + closing, _ATOM
+
+
+def _pair(key: Expression, value: Expression) -> Optional[str]:
+    k, v = _render(key), _render(value)
+    return None if k is None or v is None else f"{k}: {v}"
+
+
+def _comprehension(gen: GeneratorExpr) -> Optional[str]:
+    head = _render(gen.left_expr)
+    loops = _loops(gen.indices, gen.sequences, gen.condlists, gen.is_async)
+    return None if head is None or loops is None else f"{head} {loops}"
+
+
+def _loops(
+    indices: List[Expression], sequences: List[Expression], condlists: List[List[Expression]], is_async: List[bool]
+) -> Optional[str]:
+    """`for a in xs if c for b in ys`: a comprehension's clauses."""
+    out = []
+    for index, seq, conds, asynchronous in zip(indices, sequences, condlists, is_async):
+        target = _render(index)
+        source = _operand(seq, _CONDITIONAL + 1, False)
+        tests = [_operand(c, _CONDITIONAL + 1, False) for c in conds]
+        if target is None or source is None or any(t is None for t in tests):
+            return None
+        if isinstance(index, TupleExpr) and target.startswith("("):
+            target = target[1:-1]  # `for a, b in xs`
+        out.append(("async for " if asynchronous else "for ") + f"{target} in {source}")
+        out += [f"if {t}" for t in tests if t is not None]
+    return " ".join(out)
+
+
+def _rendered_lambda(expr: LambdaExpr) -> Optional[Tuple[str, int]]:
+    """`lambda a, b=1: body` (positional parameters and defaults only)."""
+    params = []
+    for arg in expr.arguments:
+        if arg.kind not in (ARG_POS, ARG_OPT):
+            return None
+        default = _render(arg.initializer) if arg.initializer is not None else None
+        if arg.initializer is not None and default is None:
+            return None
+        name = arg.variable.name
+        params.append(name if default is None else f"{name}={default}")
+    body = _render(expr.expr())
+    if body is None:
+        return None
+    head = f"lambda {', '.join(params)}" if params else "lambda"
+    return f"{head}: {body}", _LAMBDA
 
 
 def _operand(expr: Expression, outer: int, right: bool) -> Optional[str]:
@@ -268,6 +374,9 @@ def _rendered_call(expr: CallExpr) -> Optional[Tuple[str, int]]:
     callee = _operand(expr.callee, _ATOM, False)
     if callee is None:
         return None
+    if len(expr.args) == 1 and expr.arg_kinds[0] == ARG_POS and isinstance(expr.args[0], GeneratorExpr):
+        inner = _comprehension(expr.args[0])  # `sum(t for t in xs)`: its own parentheses
+        return None if inner is None else (f"{callee}({inner})", _ATOM)
     parts = []
     for arg, kind, name in zip(expr.args, expr.arg_kinds, expr.arg_names):
         text = _render(arg)
