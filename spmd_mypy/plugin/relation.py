@@ -261,6 +261,26 @@ def _given_lists(ctx: Any, sig: _mypy.CallableType) -> List[bool]:
     ]
 
 
+_TYPEDDICTS: ByParameters = {}  # -> per parameter, a TypedDict with a list or dict of plain tensors
+
+
+def _relax_displays(ctx: Any, sig: _mypy.CallableType, params: List[_mypy.Type]) -> List[_mypy.Type]:
+    """A TypedDict parameter given a dict display (`take({"tokens": views})`):
+    its items given names holding carriers relaxed as a list parameter is
+    (_mypy.relaxed_typeddict_display); `params` when nothing changes."""
+    marks = _by_parameters(_TYPEDDICTS, sig, lambda ps: [_mypy.typeddict_with_plain_lists(t) for t in ps])
+    if not any(marks):
+        return params
+    out = list(params)
+    for i, mark in enumerate(marks):
+        found = None
+        if mark and i < len(ctx.args) and len(ctx.args[i]) == 1:
+            found = _mypy.relaxed_typeddict_display(ctx.api, ctx.args[i][0], sig.arg_types[i])
+        if found is not None:
+            out[i] = found
+    return out if any(o is not p for o, p in zip(out, params)) else params
+
+
 def _relax_given(api: Any, params: List[_mypy.Type], given: List[bool]) -> List[_mypy.Type]:
     return [_mypy.relax_tensors(api, t) if g else t for t, g in zip(params, given)] if any(given) else params
 
@@ -310,13 +330,13 @@ def _relax(ctx: Any) -> _mypy.CallableType:
     api = ctx.api
     if group_params is None and not any(e is not None for e in expected):
         # no SPMD type: only its lists of tensors, given lists of carriers
-        relaxed_plain = _relax_given(api, sig.arg_types, given)
+        relaxed_plain = _relax_displays(ctx, sig, _relax_given(api, sig.arg_types, given))
         return sig if relaxed_plain is sig.arg_types else _mypy.with_arg_types(sig, relaxed_plain)
     relaxed = _by_parameters(_RELAXED_SPMD, sig, lambda params: [
         _mypy.relax_tensors(api, formal) if want is not None else formal
         for want, formal in zip(expected, group_params or params)
     ])
-    relaxed = _relax_given(api, _keep_displays(ctx, sig, expected, relaxed), given)
+    relaxed = _relax_displays(ctx, sig, _relax_given(api, _keep_displays(ctx, sig, expected, relaxed), given))
     if len(_PENDING) >= _MAX_PENDING:
         _PENDING.clear()
     entry = _PENDING.get(id(ctx.context))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
-from mypy.nodes import Expression, ListExpr, MemberExpr, NameExpr, RefExpr, TupleExpr, TypeInfo, Var
+from mypy.nodes import DictExpr, Expression, ListExpr, MemberExpr, NameExpr, RefExpr, StrExpr, TupleExpr, TypeInfo, Var
 from mypy.copytype import copy_type
 from mypy.subtypes import is_subtype
 from mypy.types import (
@@ -17,6 +17,7 @@ from mypy.types import (
     ProperType,
     TupleType,
     Type,
+    TypedDictType,
     UninhabitedType,
     UnionType,
     flatten_nested_unions,
@@ -231,6 +232,42 @@ def holds_carriers_already(expr: object) -> bool:
 def plain_tensor_container(typ: Type) -> bool:
     """A type with a list or dict of tensors in it and no SPMD type anywhere."""
     return relaxes_plain(typ) and not _holds_deep(typ, is_carrier, _DEPTH)
+
+
+def typeddict_with_plain_lists(typ: Type) -> bool:
+    """A TypedDict with an item that is a list or dict of plain tensors."""
+    p = get_proper_type(typ)
+    return isinstance(p, TypedDictType) and any(plain_tensor_container(t) for t in p.items.values())
+
+
+def relaxed_typeddict_display(api: Any, expr: Expression, formal: Type) -> Optional[Type]:
+    """`take({"tokens": views})`, the parameter a TypedDict declaring
+    `tokens: List[Tensor]` and views a name holding carriers: mypy checks
+    each value of the display against its item, and a list of carriers is
+    no list[Tensor].  The TypedDict with each such item made a Sequence /
+    Mapping, only where the name fits it once carriers are erased (a tuple
+    keeps plain mypy's error); None when no item needs it, or when the keys
+    are not the TypedDict's (the relaxed TypedDict is anonymous, so mypy's
+    key errors would no longer name the class)."""
+    p = get_proper_type(formal)
+    if not isinstance(p, TypedDictType) or not isinstance(expr, DictExpr):
+        return None
+    keys = {k.value for k, _ in expr.items if isinstance(k, StrExpr)}
+    if len(keys) != len(expr.items) or not p.required_keys <= keys <= p.items.keys():
+        return None  # mypy's own key error, which names the TypedDict, stands
+    relaxed = set()
+    for key, value in expr.items:
+        if not isinstance(key, StrExpr):
+            continue
+        item = p.items[key.value]
+        if plain_tensor_container(item) and fits_plain_name(api, value, item):
+            relaxed.add(key.value)
+    if not relaxed:
+        return None
+    # an anonymous TypedDict: mypy rebuilds a named one from its class, items as declared
+    fallback = api.named_generic_type("typing._TypedDict", [])
+    items = [relax_tensors(api, t) if k in relaxed else t for k, t in p.items.items()]
+    return p.copy_modified(item_types=items, fallback=fallback)
 
 
 def relaxes_plain(typ: Type, depth: int = _DEPTH) -> bool:
