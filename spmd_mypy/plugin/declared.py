@@ -36,21 +36,21 @@ def _check(ctx: Any, declared: Any, what: str, code: _mypy.ErrorCode) -> _mypy.T
         return group
     if not _mypy.has_tensor_deep(declared):
         return _mypy.recheck(ctx.api, expr, declared)
-    display = _mypy.list_display_element(expr, declared)
-    if display is not None:  # [a, b]: each item on its own (their join loses types)
-        items, element = display
-        typed = [(item, _mypy.expression_type(ctx.api, item)) for item in items]
-        found = [(item, typ, _mypy.tensor_pairs(typ, element)) for item, typ in typed]
+    parts = _mypy.display_parts(expr, declared)
+    if parts is not None:  # [a, b], (a, b), {"k": a}: each item on its own
+        typed = [(item, _mypy.expression_type(ctx.api, item), want) for item, want in parts]
+        found = [(item, typ, _mypy.tensor_pairs(typ, want)) for item, typ, want in typed]
     else:
         found = [(expr, got, _mypy.tensor_pairs(got, declared))]
     if any(pairs is None for _, _, pairs in found) or not any(pairs for _, _, pairs in found):
         return _mypy.recheck(ctx.api, expr, declared)
     for where, typ, pairs in found:
         branch = _mypy.union_alternatives(typ) is not None  # a value from branches: the fix is per branch
+        inside = _mypy.container_kind(typ)  # a tuple or dict: no call wraps the whole of it
         for got_t, want_t in pairs or ():
             got_s, want_s = spmd_of(got_t), wants_of(want_t)
             if got_s is not None and want_s is not None:
-                report_against(ctx.api, where, got_s, want_s, what, code, branch=branch)
+                report_against(ctx.api, where, got_s, want_s, what, code, branch=branch, inside=inside)
     return declared
 
 

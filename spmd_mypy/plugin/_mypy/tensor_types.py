@@ -338,21 +338,33 @@ def union_of(types: List[Type]) -> Type:
     return types[0] if len(types) == 1 else UnionType(types)
 
 
-def list_display_element(expr: Expression, declared: Type) -> Optional[Tuple[List[Expression], Type]]:
-    """For `[a, b]` returned or assigned where a list of tensors is declared:
-    the items and the declared element type (their join would lose types)."""
+def display_parts(expr: Expression, declared: Type) -> Optional[List[Tuple[Expression, Type]]]:
+    """For a display returned or assigned where tensors are declared, each
+    item with the type declared for it, so each is checked and hinted on
+    its own: `[a, b]` against a list (their join would lose types), `(a, b)`
+    against a tuple of as many items, `{"k": a}` against a TypedDict or a
+    dict (the fix wraps the item, not the container); None otherwise."""
     p = get_proper_type(declared)
     if isinstance(p, UnionType):
-        found = [list_display_element(expr, t) for t in p.items]
+        found = [display_parts(expr, t) for t in p.items]
         found = [f for f in found if f is not None]
         return found[0] if len(found) == 1 else None
-    if (
-        isinstance(expr, ListExpr)
-        and isinstance(p, Instance)
-        and len(p.args) == 1
-        and has_tensor_deep(p.args[0])
-    ):
-        return list(expr.items), p.args[0]
+    if isinstance(expr, ListExpr) and isinstance(p, Instance) and len(p.args) == 1 and has_tensor_deep(p.args[0]):
+        return [(item, p.args[0]) for item in expr.items]
+    if isinstance(expr, TupleExpr) and isinstance(p, TupleType) and len(p.items) == len(expr.items):
+        return list(zip(expr.items, p.items)) if has_tensor_deep(p) else None
+    keys = [k.value for k, _ in expr.items if isinstance(k, StrExpr)] if isinstance(expr, DictExpr) else None
+    if isinstance(expr, DictExpr) and keys is not None and len(keys) == len(expr.items):
+        wanted: List[Optional[Type]]
+        if isinstance(p, TypedDictType):
+            wanted = [p.items.get(k) for k in keys]
+        elif isinstance(p, Instance) and len(p.args) == 2 and has_tensor_deep(p.args[1]):
+            wanted = [p.args[1]] * len(expr.items)
+        else:
+            return None
+        if any(w is None for w in wanted) or not any(has_tensor_deep(w) for w in wanted if w is not None):
+            return None  # an unknown key: mypy's own error
+        return [(v, w) for (_, v), w in zip(expr.items, wanted) if w is not None]
     return None
 
 
