@@ -273,18 +273,28 @@ def _named_axis(ctx: Any, expr: _mypy.Expression) -> Optional[str]:
     return _mypy.str_value(expr) or _mypy.enum_value(expr) or enum_alias_value(ctx.api, expr)
 
 
-def asserted_of(ctx: Any, exprs: List[_mypy.Expression], label: str, env: Optional[Env] = None) -> Optional[Spmd]:
+def asserted_of(
+    ctx: Any, exprs: List[_mypy.Expression], label: str, env: Optional[Env] = None,
+    unread: Optional[List[_mypy.Expression]] = None,
+) -> Optional[Spmd]:
     """The type assert_type's type arguments `exprs` state (dicts, a bare
-    type, a PartitionSpec); None if they are not read statically."""
+    type, a PartitionSpec); None if they are not read statically (the
+    argument not read is then added to `unread`, when given)."""
     axes: Dict[str, AxisType] = {}
     bare: Optional[AxisType] = None
     for expr in exprs:
         if _read_dict(ctx, expr, axes, label, env) or _read_spec(ctx, expr, axes):
             continue
+        whole = _spread(ctx, expr, env)  # spmd.get_local_type(y): y's types
+        if whole is not None:
+            axes.update(whole.axes)
+            continue
         t = _axis_type(expr)
         if t is not None and not isinstance(t, str):
             bare = t
         elif _mypy.fullname_of(expr) != "builtins.None":
+            if unread is not None:
+                unread.append(expr)
             return None  # an SpmdType or a name: not read statically
     if not axes and bare is None:
         return None
@@ -302,13 +312,28 @@ def without_gradient(typ: _mypy.Type, actual: Optional[Spmd]) -> bool:
     return (actual is not None and actual.nograd) or _mypy.instance_fullname(typ) in _INTEGER_TENSORS
 
 
+def _unread_reason(expr: _mypy.Expression) -> str:
+    """Why an assert_type's type argument is not read, and how to have it read."""
+    parts = _mypy.call_parts(expr)
+    if parts is not None and parts[0] == _GET_LOCAL_TYPE and len(parts[1]) == 1:
+        y = _mypy.expr_text(parts[1][0])
+        return (f"the type of {y} is not known statically here, so this assertion is not checked; "
+                f"annotate {y} or assert its type first")
+    return (f"{_mypy.expr_text(expr)} is not read statically, so this assertion is not checked; write the "
+            f"types at the call, or bind them to a name in this function first (with nothing they read "
+            f"bound again before the assert)")
+
+
 def _assert_type(ctx: Any) -> _mypy.Type:
     x = one_arg(ctx, "tensor")
     if x is None or not _mypy.is_tensor(x[1]):
         return ctx.default_return_type
     given = _mypy.formal_args(ctx, "types") + _mypy.formal_args(ctx, "partition_spec")
-    asserted = asserted_of(ctx, [e for e, _ in given], "spmd_types.assert_type")
+    unread: List[_mypy.Expression] = []
+    asserted = asserted_of(ctx, [e for e, _ in given], "spmd_types.assert_type", unread=unread)
     if asserted is None:
+        if unread:
+            _mypy.note(ctx.api, f"spmd_types.assert_type: {_unread_reason(unread[0])}", ctx.context, SPMD_ARG)
         return ctx.default_return_type
     if without_gradient(x[1], spmd_of(x[1])):
         asserted = Spmd.of(asserted.axes, asserted.spec, True, asserted.rest)
