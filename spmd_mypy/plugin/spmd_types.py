@@ -288,6 +288,10 @@ def asserted_of(
         whole = _spread(ctx, expr, env)  # spmd.get_local_type(y): y's types
         if whole is not None:
             axes.update(whole.axes)
+            if whole.rest is not None:
+                bare = whole.rest  # `*=R`: every axis
+            elif not whole.axes and unread is not None:
+                unread.append(expr)  # y's type names no axis: nothing to assert
             continue
         t = _axis_type(expr)
         if t is not None and not isinstance(t, str):
