@@ -43,7 +43,7 @@ from mypy.nodes import (
 )
 from mypy.types import Instance, get_proper_type
 
-from .tree import is_phantom_call
+from .tree import unwrapped
 
 
 def fullname_of(expr: Expression) -> Optional[str]:
@@ -157,8 +157,7 @@ def expr_text(expr: Expression) -> str:
     """The expression as written (up to spacing, quotes and float spelling),
     for messages and hints, whose calls must apply as they stand; an
     abbreviated form (`f(...)`, `a[...]`) past TEXT_LIMIT characters."""
-    if isinstance(expr, CallExpr) and is_phantom_call(expr) and len(expr.args) == 1:
-        return expr_text(expr.args[0])  # a rewrite's wrapper: the value as written
+    expr = unwrapped(expr)  # a rewrite's wrapper: the value as written
     full = _render(expr)
     if full is not None and len(full) <= TEXT_LIMIT:
         return full
@@ -205,8 +204,7 @@ def _render(expr: Expression) -> Optional[str]:
 
 def _rendered(expr: Expression) -> Optional[Tuple[str, int]]:
     """(text, precedence of its outermost operator)."""
-    if isinstance(expr, CallExpr) and is_phantom_call(expr) and len(expr.args) == 1:
-        return _rendered(expr.args[0])
+    expr = unwrapped(expr)
     if isinstance(expr, NameExpr):
         return expr.name, _ATOM
     if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):

@@ -40,7 +40,7 @@ from mypy.server.subexpr import get_subexpressions
 from mypy.types import CallableType
 
 from .carriers import carried
-from .tree import blocks_in, is_phantom_call
+from .tree import blocks_in, unwrapped
 
 Span = Tuple[int, int, int, int]
 # A call -> (its value argument, the axes it declares partial), or None.
@@ -55,19 +55,12 @@ def span(node: Any) -> Optional[Span]:
     return (node.line, node.column, end_line, end_column)
 
 
-def _unwrapped(expr: Expression) -> Expression:
-    """The value inside the rewrite passes' calls (`assigned(e)`, `untyped(e)`)."""
-    while isinstance(expr, CallExpr) and is_phantom_call(expr) and len(expr.args) == 1:
-        expr = expr.args[0]
-    return expr
-
-
 def _index(tree: MypyFile, reads: Reads) -> Dict[Span, FrozenSet[str]]:
     index: Dict[Span, FrozenSet[str]] = {}
     value_names: Dict[int, FrozenSet[str]] = {}  # id(NameExpr value argument) -> axes
 
     def add(expr: Expression, axes: FrozenSet[str]) -> None:
-        where = span(_unwrapped(expr))
+        where = span(unwrapped(expr))
         if where is not None:
             index[where] = index.get(where, frozenset()) | axes
 
@@ -76,8 +69,8 @@ def _index(tree: MypyFile, reads: Reads) -> Dict[Span, FrozenSet[str]]:
         if got is not None:
             value, axes = got
             add(value, axes)
-            if isinstance(_unwrapped(value), NameExpr):
-                value_names[id(_unwrapped(value))] = axes
+            if isinstance(unwrapped(value), NameExpr):
+                value_names[id(unwrapped(value))] = axes
     for block in blocks_in(tree.defs):
         names: List[Optional[List[NameExpr]]] = [None] * len(block.body)
         for k, stmt in enumerate(block.body):

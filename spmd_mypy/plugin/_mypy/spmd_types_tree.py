@@ -56,7 +56,7 @@ from mypy.types import Instance, Type, get_proper_type
 
 from .group_types import enum_member_value
 from .spmd_types_regions import rewrite_regions
-from .tree import is_phantom_call, sub_blocks
+from .tree import sub_blocks, unwrapped
 
 MODULE = "spmd_types"
 _REFINING = ("assert_type", "mutate_type")
@@ -94,21 +94,13 @@ def _fresh_name(name: str, at: Expression) -> NameExpr:
     return out
 
 
-def _as_written(expr: Expression) -> Expression:
-    """`expr` without the wrapper route_declared put around it (`t: T = {...}`
-    is routed whole, a name under a string key on its own)."""
-    if isinstance(expr, CallExpr) and is_phantom_call(expr) and len(expr.args) == 1:
-        return expr.args[0]
-    return expr
-
-
 def _dict_built(rvalue: Expression) -> Optional[DictExpr]:
     """`{...}` or `dict(e)` (one positional argument): as a dict display."""
-    rvalue = _as_written(rvalue)
+    rvalue = unwrapped(rvalue)
     if isinstance(rvalue, DictExpr):
-        if not any(_as_written(v) is not v for _, v in rvalue.items):
+        if not any(unwrapped(v) is not v for _, v in rvalue.items):
             return rvalue
-        built = DictExpr([(k, _as_written(v)) for k, v in rvalue.items])
+        built = DictExpr([(k, unwrapped(v)) for k, v in rvalue.items])
         built.set_line(rvalue)
         return built
     if (
@@ -146,18 +138,17 @@ def _bound_value(rvalue: Expression) -> Optional[Expression]:
     built = _dict_built(rvalue)
     if built is not None:
         return built
-    rvalue = _as_written(rvalue)
+    rvalue = unwrapped(rvalue)
     return rvalue if _pure(rvalue) else None
 
 
 def _forget(bound: Dict[str, Expression], name: str) -> None:
     """`name` is bound again: every value that reads it no longer holds."""
-    for held in [k for k, v in bound.items() if any(isinstance(e, NameExpr) and e.name == name for e in _walk(v))]:
+    def reads(value: Expression) -> bool:
+        return any(isinstance(e, NameExpr) and e.name == name for e in get_subexpressions(value))
+
+    for held in [k for k, v in bound.items() if reads(v)]:
         del bound[held]
-
-
-def _walk(expr: Expression) -> List[Expression]:
-    return [expr, *get_subexpressions(expr)]
 
 
 def _inlined(arg: Expression, bound: Dict[str, Expression]) -> Expression:
@@ -208,7 +199,7 @@ def _refine_block(block: Block, modules: Set[str], functions: Dict[str, str], di
             elif isinstance(target, IndexExpr) and isinstance(target.base, NameExpr) and target.base.name in dicts:
                 old = dicts[target.base.name]
                 if isinstance(old, DictExpr):
-                    grown = DictExpr([*old.items, (target.index, _as_written(stmt.rvalue))])
+                    grown = DictExpr([*old.items, (target.index, unwrapped(stmt.rvalue))])
                     grown.set_line(old)
                     dicts[target.base.name] = grown
                 else:

@@ -49,6 +49,15 @@ def is_phantom_call(expr: Expression, callee: Optional[str] = None) -> bool:
     )
 
 
+def unwrapped(expr: Expression) -> Expression:
+    """The value as written inside the rewrite passes' calls (`returned(e)`,
+    `assigned(e)`, `reassigned(xs)`, `untyped(e)`): `e`; any other expression
+    as it is."""
+    while isinstance(expr, CallExpr) and is_phantom_call(expr) and len(expr.args) == 1:
+        expr = expr.args[0]
+    return expr
+
+
 def is_untyped_wrapper(expr: Expression) -> bool:
     return is_phantom_call(expr, UNTYPED)
 
