@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import keyword
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union, overload
 
 from ..vocab.opclasses import REFLECTED, SCALAR, SCALAR_OPERANDS
 from ..vocab.spec import Spmd
@@ -71,7 +71,13 @@ class SourceText:
 Text = Union[str, SourceText]
 
 
-def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tuple[Text, List[object]]]:
+@overload
+def operands(ctx: Any, name: str, receiver: bool, lazy: Literal[False] = ...) -> List[Tuple[str, List[object]]]: ...
+@overload
+def operands(ctx: Any, name: str, receiver: bool, lazy: bool) -> List[Tuple[Text, List[object]]]: ...
+
+
+def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tuple[Any, List[object]]]:
     """The operands in source order: each its text and its possible types.
     `lazy`: the texts are SourceText, rendered only if a message needs them."""
     scalars = name in SCALAR_OPERANDS

@@ -210,10 +210,10 @@ def _src_hint(
     the value is to the dst asked for, in place of this one (reduce_scatter,
     not a convert of an all_reduce), else the call that makes it src first.
     For a value from branches (`branch`), in the branch that gives `have`."""
-    whole = fix_call(have, dst, axis, name) if one_axis and not branch else None
+    whole = fix_call(have, dst, axis, str(name)) if one_axis and not branch else None
     if whole is not None:
         return f". Hint: {whole} in place of this call"
-    fix = fix_call(have, src, axis, name)
+    fix = fix_call(have, src, axis, str(name))
     if fix and branch:
         return f". Hint: in the branch where {name} is {have}, make it {src} with {fix}"
     return f". Hint: make it {src} first with {fix}" if fix else ""

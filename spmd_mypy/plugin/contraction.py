@@ -23,7 +23,7 @@ from ..vocab.spec import Spmd
 from . import _mypy
 from .decoding import LOCAL_TYPES
 from .answers import depends_on_site
-from .callsite import one_arg
+from .callsite import Text, one_arg
 from .sourcefile import read_source
 
 REINTERPRET = "spmd_mypy.runtime.api.reinterpret"
@@ -111,7 +111,7 @@ def _declared_exempt(ctx: Any) -> FrozenSet[str]:
 
 
 def violation(
-    ctx: Any, name: str, namespace: str, axis: str, product: Sequence[Tuple[str, object]], where: Site
+    ctx: Any, name: str, namespace: str, axis: str, product: Sequence[Tuple[Text, object]], where: Site
 ) -> Optional[str]:
     """The error message when the product is an undeclared pending sum on
     `axis`; `product`: the product operands (text, type) in source order."""

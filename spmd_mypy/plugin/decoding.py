@@ -8,7 +8,7 @@ is a whole annotation's answer (decode_annotation).
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..vocab.aliases import ALIASES
 from ..vocab.localtype import BY_LETTER, PartitionedShard, Shard
@@ -173,7 +173,7 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
 # text (annotations._snippet), so a codebase's annotations are decoded once
 # each: the hook looks the names up again, and reuses the answer while they
 # mean the same.
-_ANSWERS: Dict[int, Tuple[Tuple[ast.expr, ...], object, Tuple[Tuple[str, Optional[str]], ...], Optional[Spmd]]] = {}
+_ANSWERS: Dict[int, Tuple[Sequence[ast.expr], object, Tuple[Tuple[str, Optional[str]], ...], Optional[Spmd]]] = {}
 
 
 def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:

@@ -56,8 +56,9 @@ Typed = Optional[Tuple[Optional[Spmd]]]  # None: not handled here; (type or None
 
 
 if TYPE_CHECKING:
-    from ..vocab.factors import FactorError
+    from ..vocab.factors import FactorError, has_rule, propagate
     from ..vocab.globaltype import GlobalType
+    from ..vocab.spec_collectives import apply_collective
 
 
 def _global_rules() -> None:

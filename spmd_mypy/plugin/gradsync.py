@@ -144,7 +144,9 @@ def _grad_owner(func: Any, expr: _mypy.Expression, line: int, depth: int = 0) ->
     for stmt in _mypy.assignments(func):
         if stmt.line < line and any(_mypy.expr_text(lv) == text for lv in stmt.lvalues):
             bound = stmt  # the last binding before the call
-    source = _mypy.alias_source(bound.rvalue) if bound is not None else None
+    if bound is None:
+        return None
+    source = _mypy.alias_source(bound.rvalue)
     if source is None or _mypy.expr_text(source) == text:
         return None
     return _grad_owner(func, source, bound.line, depth + 1)

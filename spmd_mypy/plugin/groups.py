@@ -157,7 +157,7 @@ def _branch_axes(expr: _mypy.Expression, api: Any) -> List[Tuple[_mypy.Expressio
     branches = _mypy.branches(expr, with_or=True) if api is not None else []
     if len(branches) < 2:
         return []
-    out = []
+    out: List[Tuple[_mypy.Expression, Optional[_mypy.Type], Optional[Axes]]] = []
     for branch in branches:
         typ = _mypy.typed_before(api, branch)
         out.append((branch, typ, axis_of(branch, typ)))

@@ -36,11 +36,11 @@ from ..vocab.opnames import display_name
 from ..vocab.spec import Spmd
 from . import _mypy, contraction
 from .answers import depends_on_site
-from .callsite import in_function_body, operands, receiver_text
+from .callsite import Text, in_function_body, operands, receiver_text
 from .carrier import spmd_of
 from .errors import SPMD_OP
 
-Operand = Tuple[str, Union[Spmd, None, object]]  # (source text, Spmd | None (plain) | SCALAR)
+Operand = Tuple[Text, Union[Spmd, None, object]]  # (source text, Spmd | None (plain) | SCALAR)
 
 # Axes whose ranks draw the same random numbers (the synced_rng setting).
 _SYNCED_RNG: Tuple[str, ...] = ()
@@ -57,7 +57,7 @@ def _axis_operand(op: object, axis: str) -> object:
 
 
 def _fix(
-    err: OpRuleError, axis: str, on_axis: List[Tuple[str, object]], nograd: List[bool], cls: str
+    err: OpRuleError, axis: str, on_axis: List[Tuple[Text, object]], nograd: List[bool], cls: str
 ) -> Tuple[str, List[object]]:
     """(the calls that fix the offending operands, the operands' types with
     them applied).  Invariant operands are made R (convert(I -> R),
@@ -70,7 +70,7 @@ def _fix(
         bad = [k for k, t in enumerate(types) if t is I and not nograd[k]] or [
             k for k, t in enumerate(types) if t is I
         ]
-        calls = [fix_call(I, R, axis, on_axis[k][0]) or "" for k in bad]
+        calls = [fix_call(I, R, axis, str(on_axis[k][0])) or "" for k in bad]
         return " and ".join(c for c in calls if c), [R if k in bad else t for k, t in enumerate(types)]
     count = next(
         (k for k, t in enumerate(types) if k > 0 and _kind_of(t) == "V" and nograd[k]), None
@@ -89,7 +89,7 @@ def _fix(
         # `out + bias` before the reduction: the code after it reduces `out`
         # as the pending sum it expects, so it goes on as P.
         fixed = [P if isinstance(t, (LocalType, Shard)) else t for t in types if t is not SCALAR]
-    return fix_call(P, want, axis, on_axis[i][0]) or "", fixed
+    return fix_call(P, want, axis, str(on_axis[i][0])) or "", fixed
 
 
 def _declared_partial(ctx: Any, axis: str) -> bool:
@@ -152,7 +152,7 @@ def infer_all(
     if roles is not None:
         product, bias = roles
         single = list(product) + ([bias] if bias is not None else [])
-        options: List[Tuple[str, List[object]]] = [(t, [o]) for t, o in single]
+        options: List[Tuple[Text, List[object]]] = [(t, [o]) for t, o in single]
         cls, n_product = "affine", len(product)
     else:
         options, n_product = operands(ctx, name, receiver, lazy=True), 0
@@ -198,7 +198,7 @@ def infer_all(
 MAX_COMBINATIONS = 4096
 
 
-def _too_many_combinations(ctx: Any, name: str, namespace: str, keys: List[str], total: int) -> None:
+def _too_many_combinations(ctx: Any, name: str, namespace: str, keys: List[Text], total: int) -> None:
     _report_op_error(
         ctx,
         name,

@@ -97,8 +97,12 @@ def _fix(ctx: Any, fn: str, have: AxisType, dst_layout: str, name: str, axis: st
     return f". Hint: spmd.partitioned.{wanted}({name}, {axis!r}, {_mypy.expr_text(splits[0])}{dim}) in place of this call"
 
 
+def _conversion_hook(fn: str) -> Callable[[Any], _mypy.Type]:
+    return lambda ctx: _conversion(ctx, fn)
+
+
 HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
-    MODULE + fn: guarded(lambda ctx, fn=fn: _conversion(ctx, fn), default_return) for fn in CONVERSIONS
+    MODULE + fn: guarded(_conversion_hook(fn), default_return) for fn in CONVERSIONS
 }
 
 

@@ -432,7 +432,7 @@ def _relax_plain_signature(ctx: Any) -> _mypy.CallableType:
     list[Tensor]; such a function's tensors are not checked anyway.
     Relaxed per call, only for the parameters whose arguments need it
     (_mypy.needs_relaxing): elsewhere mypy's own verdict and message stand."""
-    sig = ctx.default_signature
+    sig: _mypy.CallableType = ctx.default_signature
     if _UNCHANGED.get(id(sig)) is sig:
         return sig
     api = ctx.api

@@ -62,7 +62,7 @@ class _TopLevel(NamedTuple):
     """What a module's source says at its top level, from one parse."""
 
     values: Dict[str, ast.expr]  # each single-name assignment's value (the last)
-    aliases: Dict[str, ast.expr]  # `NAME = a.b` bound once, declared global nowhere
+    aliases: Dict[str, ast.Attribute]  # `NAME = a.b` bound once, declared global nowhere
 
 
 def _top_level(tree: ast.AST) -> _TopLevel:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
+from typing import FrozenSet, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 Value = object  # bool, int, str or None: what a flag reads as in one configuration
 
@@ -100,7 +100,7 @@ _AXES = re.compile(r"axis '([^']+)'|over '([^']+)'|axes '([^']+)'")
 
 def named_axes(message: str) -> FrozenSet[str]:
     """The mesh axes an spmd error names ("on axis 'tp'", "over 'tp'")."""
-    found = set()
+    found: Set[str] = set()
     for match in _AXES.finditer(message):
         for group in match.groups():
             if group:

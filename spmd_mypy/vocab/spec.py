@@ -24,7 +24,7 @@ This module is pure Python: it imports neither torch nor mypy.
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 from .localtype import AxisType, I, LocalType, P, PartitionedShard, R, Shard, parse_axis_type
 from .subaxis import is_sub_axis, keywords_violation, parse_axis_ref, spec_violation
@@ -107,7 +107,7 @@ class PartitionSpec:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("PartitionSpec is immutable")
 
-    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+    def __reduce__(self) -> Tuple[Callable[..., PartitionSpec], Tuple[object, ...]]:
         return (PartitionSpec.of_parts, tuple(d if d else None for d in self.dims))
 
     def __len__(self) -> int:
@@ -580,7 +580,7 @@ def mismatches(actual: Spmd, expected: Spmd) -> list[Tuple[str, AxisType, AxisTy
     axes = set(expected.axes)
     if expected.spec is not None:
         axes |= set(actual.axes)
-    out = []
+    out: list[Tuple[str, AxisType, AxisType]] = []
     for axis in sorted(axes):
         want = expected.axis_type(axis)
         got = actual.axis_type(axis)

@@ -219,7 +219,7 @@ def annotation_spans(tree: object, marked: Optional[Sequence[int]] = None) -> Op
         elif isinstance(st, ClassDef):
             stack.extend(reversed(_wanted_in(st.defs, marked)))
         elif isinstance(st, AssignmentStmt):
-            written = [st.unanalyzed_type] if st.unanalyzed_type is not None else []
+            written: List[Any] = [st.unanalyzed_type] if st.unanalyzed_type is not None else []
             if isinstance(st.rvalue, _MAY_BE_TYPE):
                 written.append(st.rvalue)
             elif isinstance(st.rvalue, CallExpr):

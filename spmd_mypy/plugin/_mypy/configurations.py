@@ -46,7 +46,9 @@ from mypy.types import AnyType, CallableType, LiteralType, NoneType, Type, TypeO
 from .tree import PHANTOM_ALIAS, PHANTOM_MODULE
 
 if TYPE_CHECKING:
-    from ...vocab.configurations import Configuration, Flag
+    from mypy.server.subexpr import get_subexpressions
+
+    from ...vocab.configurations import Configuration, DeclarationError, Flag, configurations, merge
 
 
 def _declarations() -> None:
@@ -216,7 +218,7 @@ def configuration_variable(sem: Any) -> Type:
     """The marker's annotation, analysed: the function's configuration variable
     (added to its type variables), or Any when it is not configured."""
     stack = getattr(sem, "function_stack", None) or []
-    func = stack[-1] if stack else None
+    func: Any = stack[-1] if stack else None
     declared = _DECLARED.get(id(func))
     sig = getattr(func, "type", None)
     if declared is None or declared.error is not None or not declared.ours() or not isinstance(sig, CallableType):

@@ -120,8 +120,10 @@ def collective_question(ctx: Any) -> Optional[Tuple[object, ...]]:
 def _axis_shape(expr: Any) -> Optional[object]:
     if expr.__class__ is StrExpr:
         return expr.value
-    if expr.__class__ is TupleExpr and all(e.__class__ is StrExpr for e in expr.items):
-        return tuple(e.value for e in expr.items)
+    if expr.__class__ is TupleExpr:
+        items: List[Any] = expr.items
+        if all(e.__class__ is StrExpr for e in items):
+            return tuple(e.value for e in items)
     return None
 
 

@@ -66,7 +66,7 @@ def any_region() -> bool:
 def region_lines(api: Any) -> Optional[Lines]:
     """The lines of the file the checker `api` checks that drop codes (None: none)."""
     tree = getattr(api, "tree", None)
-    held = _REGIONS.get(getattr(tree, "path", None)) if tree is not None else None
+    held = _REGIONS.get(getattr(tree, "path", "")) if tree is not None else None
     return held[1] if held is not None and held[0] is tree and held[1] else None
 
 

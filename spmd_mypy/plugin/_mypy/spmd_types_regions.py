@@ -32,6 +32,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from mypy.nodes import (
     ARG_NAMED,
+    ArgKind,
     GDEF,
     ARG_POS,
     ARG_STAR,
@@ -118,7 +119,7 @@ def _line(node: Statement | Expression, at: Statement | Expression) -> None:
     node.set_line(at.line, at.column, at.end_line, at.end_column)
 
 
-def _module_call(name: str, args: List[Expression], kinds: List[int], arg_names: List[Optional[str]],
+def _module_call(name: str, args: List[Expression], kinds: List[ArgKind], arg_names: List[Optional[str]],
                  at: Statement | Expression) -> CallExpr:
     callee = MemberExpr(NameExpr(_ALIAS[0]), name)
     call = CallExpr(callee, args, kinds, arg_names)
