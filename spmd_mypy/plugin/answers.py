@@ -21,6 +21,9 @@ first answer when that answer is known to hold for every call that asks it:
 
 `before` runs on every call, answered or not (a side effect on mypy's
 tree the hook makes, such as restoring a parameter's redefinition).
+`also`, when given, reads what else the answer depends on that the call's
+types do not say (a module call's forward signature, which a daemon edit
+can change while the class stays the same object) into the key.
 """
 
 from __future__ import annotations
@@ -94,10 +97,13 @@ def plain_local_code(api: Any) -> bool:
     return _file(api).plain and not _mypy.FLAG_NAMES
 
 
-def remembered(compute: Hook, before: Optional[Hook] = None, sites_matter: bool = False) -> Hook:
+def remembered(
+    compute: Hook, before: Optional[Hook] = None, sites_matter: bool = False, also: Optional[Hook] = None
+) -> Hook:
     """`compute`, answering a question it answered before from that answer
     (see the module's docstring).  `sites_matter`: the hook records its call
-    for the communication report when that is wanted."""
+    for the communication report when that is wanted; `also(ctx)` goes into
+    the key beside the call's question."""
     table: Dict[tuple, Any] = {}
 
     def hook(ctx: Any) -> Any:
@@ -108,6 +114,8 @@ def remembered(compute: Hook, before: Optional[Hook] = None, sites_matter: bool 
         key = _mypy.call_key(ctx, file.uses_spmd)
         if key is None:
             return compute(ctx)
+        if also is not None:
+            key = (key, also(ctx))
         found = table.get(key)
         if found is not None:
             if before is not None:

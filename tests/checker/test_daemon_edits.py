@@ -1,0 +1,65 @@
+"""What the daemon carries from one version of an edited file to the next.
+
+A module call's answer is remembered across edits (answers.remembered).
+Each test edits a file under a running dmypy and holds the revealed types
+to what a fresh check says.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List
+
+from tests.checker.test_incremental import _edit, _project, _run
+
+MODULE = '''\
+from typing import Annotated
+from torch import Tensor, nn
+import spmd_mypy as spmd
+from spmd_mypy import Spmd, R, V
+
+
+class Up(nn.Module):
+    def forward(self, x: Annotated[Tensor, Spmd(tp=R)]) -> Annotated[Tensor, Spmd(tp=V)]:
+        return spmd.convert(x, "tp", src=R, dst=V)
+
+
+def use(layer: Up, x: Annotated[Tensor, Spmd(tp=R)]) -> None:
+    reveal_type(layer(x))
+'''
+
+MODULE_EDITED = MODULE.replace(
+    "-> Annotated[Tensor, Spmd(tp=V)]:\n        return spmd.convert(x, \"tp\", src=R, dst=V)",
+    "-> Annotated[Tensor, Spmd(tp=R)]:\n        return x",
+)
+
+
+def _revealed(out: str) -> List[str]:
+    return [ln.split("Revealed type is ")[1].strip('"') for ln in out.splitlines() if "Revealed type is" in ln]
+
+
+def _lines(out: str) -> List[int]:
+    return [int(ln.split(":")[1]) for ln in out.splitlines() if "Revealed type is" in ln]
+
+
+def _daemon(proj: Path, *files: str) -> tuple:
+    dmypy = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(proj / ".dmypy.json")]
+    run = dmypy + ["run", "--", "--config-file", "mypy.ini", "--cache-dir", ".cache", *files]
+    return dmypy, run
+
+
+def test_a_module_call_follows_an_edit_of_its_forward(tmp_path: Path) -> None:
+    # the class stays the same object across the edit; its forward's
+    # signature is part of the remembered question
+    proj = _project(tmp_path)
+    (proj / "model.py").write_text(MODULE)
+    dmypy, run = _daemon(proj, "model.py")
+    try:
+        first = _run(run, proj)
+        assert _revealed(first.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=V']]"], first.stdout + first.stderr
+        _edit(proj / "model.py", MODULE_EDITED)
+        second = _run(run, proj)
+        assert _revealed(second.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=R']]"], second.stdout + second.stderr
+    finally:
+        _run(dmypy + ["stop"], proj)
