@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
+from .annotation_edits import carried
 from .annotation_text import LazyExprs, recognize
 from .positions import Pos, Span
 from .sourcefile import LastLook, file_version, parse_source, read_source, source_file
@@ -219,7 +220,7 @@ class FileFacts:
 
     __slots__ = (
         "key", "owner", "uses", "untyped", "global_code", "raw_dist", "comms", "spmd_types", "configured", "hooks",
-        "data", "built",
+        "data", "built", "source", "lines",
     )
 
     def __init__(self, key: object, data: bytes) -> None:
@@ -241,6 +242,10 @@ class FileFacts:
         has_meta = find(b"Spmd") >= 0 or find(b"Axis(") >= 0  # tensors, or groups (groups.py)
         self.data: Optional[bytes] = data if has_meta else None
         self.built: Optional[Dict[Pos, Meta]] = None if has_meta else {}
+        # with an index built from mypy's spans: the bytes it was built from and
+        # the lines of its annotations, so an edit can carry it (annotation_edits)
+        self.source: Optional[bytes] = None
+        self.lines: Optional[List[Tuple[int, int]]] = None
 
     def index(self, spans: Optional["Spans"]) -> Dict[Pos, Meta]:
         """Position of each Annotated's first element -> its metadata."""
@@ -292,7 +297,10 @@ def _scan_file(path: Optional[str], owner: object = None) -> FileFacts:
     if key is None:
         return _NOTHING
     if hit is None or hit.key != key:
-        hit = _CACHE[path] = FileFacts(key, read_source(path))
+        made = _CACHE[path] = FileFacts(key, read_source(path))
+        if hit is not None and made.data is not None and hit.lines is not None:
+            _carry(hit, made)
+        hit = made
     if owner is not None:
         hit.owner = owner
     return hit
@@ -323,7 +331,10 @@ def _index(facts: FileFacts, spans: Optional[Spans]) -> Dict[Pos, Meta]:
             # ast's byte offsets only in ASCII without tabs
             found = spans(marked_lines(data))
             if found is not None:
-                index = _index_of_spans(data, found)
+                lines: List[Tuple[int, int]] = []
+                index = _index_of_spans(data, found, lines)
+                if index is not None:
+                    facts.source, facts.lines = data, lines
         if index is None:
             index = {}
             tree = parse_source(data)
@@ -366,10 +377,13 @@ def parsed_snippet(raw: bytes) -> Optional[Snippet]:
     return [(line, col - 1 if line == 1 else col, meta) for (line, col), meta in out.items()]
 
 
-def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]:
+def _index_of_spans(
+    data: bytes, spans: List[Span], written: Optional[List[Tuple[int, int]]] = None
+) -> Optional[Dict[Pos, Meta]]:
     """The index from the places mypy's parse says types are written: only
     those that write Annotated are parsed, each on its own.  None if one does
-    not parse (the caller then parses the whole file)."""
+    not parse (the caller then parses the whole file).  The first and last
+    line of each span that writes Annotated are added to `written`."""
     lines = data.split(b"\n")
     count = len(lines)
     out: Dict[Pos, Meta] = {}
@@ -388,6 +402,8 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
             found = _snippet(raw)
         if found is None:
             return None
+        if written is not None:
+            written.append((line, end_line))
         for r_line, r_col, meta in found:  # type: ignore[union-attr]
             exprs, m_line, ambiguous, misplaced, dims = meta
             pos = (line, col + r_col) if r_line == 1 else (line + r_line - 1, r_col)
@@ -396,6 +412,16 @@ def _index_of_spans(data: bytes, spans: List[Span]) -> Optional[Dict[Pos, Meta]]
 
 
 _MISSING: Any = object()
+
+
+def _carry(old: FileFacts, new: FileFacts) -> None:
+    """The index of `old` given to `new`, the next version of its file, when
+    the edit between them leaves it as it was (annotation_edits.carried)."""
+    assert old.source is not None and old.built is not None and old.lines is not None and new.data is not None
+    found = carried(old.source, old.built, old.lines, new.data)
+    if found is not None:
+        new.built, new.lines = found
+        new.source, new.data = new.data, None
 
 
 # Each of these takes an optional `owner` (see sourcefile.LastLook).

@@ -1,8 +1,9 @@
 """What the daemon carries from one version of an edited file to the next.
 
-A module call's answer is remembered across edits (answers.remembered).
-Each test edits a file under a running dmypy and holds the revealed types
-to what a fresh check says.
+A module call's answer is remembered across edits (answers.remembered), and
+a file's annotation index is carried over an edit that writes no type
+(annotation_edits.carried).  Each test edits a file under a running dmypy
+and holds the revealed types to what a fresh check says.
 """
 
 from __future__ import annotations
@@ -61,5 +62,47 @@ def test_a_module_call_follows_an_edit_of_its_forward(tmp_path: Path) -> None:
         _edit(proj / "model.py", MODULE_EDITED)
         second = _run(run, proj)
         assert _revealed(second.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=R']]"], second.stdout + second.stderr
+    finally:
+        _run(dmypy + ["stop"], proj)
+
+
+INDEXED = '''\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, R, S, V
+
+
+def f(x: Annotated[Tensor, Spmd(tp=V)]) -> None:
+    y = x * 2.0
+    reveal_type(y)
+
+
+def g(
+    w: Annotated[
+        Tensor,
+        Spmd(tp=S(0)),
+    ],
+) -> None:
+    reveal_type(w)
+'''
+
+
+def test_an_edit_that_writes_no_type_keeps_the_annotations_in_their_new_places(tmp_path: Path) -> None:
+    proj = _project(tmp_path)
+    (proj / "model.py").write_text(INDEXED)
+    dmypy, run = _daemon(proj, "model.py")
+    v, s0, s1 = (f"spmd_phantom.SpmdTensor[Literal['{t}']]" for t in ("tp=V", "tp=S(0)", "tp=S(1)"))
+    try:
+        first = _run(run, proj)
+        assert _revealed(first.stdout) == [v, s0] and _lines(first.stdout) == [8, 17], first.stdout + first.stderr
+        # two lines added above g: its annotation is carried two lines down
+        _edit(proj / "model.py", INDEXED.replace("    y = x * 2.0\n", "    y = x * 2.0\n    y = y * 3.0\n    y = y + 1.0\n"))
+        second = _run(run, proj)
+        assert _revealed(second.stdout) == [v, s0] and _lines(second.stdout) == [10, 19], second.stdout + second.stderr
+        # a line inside g's multi-line annotation: read again
+        third_text = INDEXED.replace("        Spmd(tp=S(0)),", "        Spmd(tp=S(1)),")
+        _edit(proj / "model.py", third_text)
+        third = _run(run, proj)
+        assert _revealed(third.stdout) == [v, s1] and _lines(third.stdout) == [8, 17], third.stdout + third.stderr
     finally:
         _run(dmypy + ["stop"], proj)
