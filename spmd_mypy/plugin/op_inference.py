@@ -51,6 +51,7 @@ def configure(synced_rng: Tuple[str, ...]) -> None:
     if synced_rng != _SYNCED_RNG:
         _SYNCED_RNG = synced_rng
         _INFERRED.clear()  # inferred under the other setting
+        _FACTORIES.clear()
 
 def _axis_operand(op: object, axis: str) -> object:
     return op.axis_type(axis) if isinstance(op, Spmd) else op
@@ -262,6 +263,19 @@ def without_operands(name: str, asks_for_grad: bool) -> Spmd:
     every = WITHOUT_OPERANDS[name]
     synced = {a: R for a in _SYNCED_RNG} if every is V else {}
     return Spmd.of(synced, None, not asks_for_grad, every)
+
+
+# (name, asks for a gradient) -> without_operands' canonical string
+_FACTORIES: Dict[Tuple[str, bool], str] = {}
+
+
+def factory_canonical(name: str, asks_for_grad: bool) -> str:
+    """without_operands(name, asks_for_grad).canonical(), built once per
+    question (the factory lane asks it at every torch.empty / zeros call)."""
+    found = _FACTORIES.get((name, asks_for_grad))
+    if found is None:
+        found = _FACTORIES[(name, asks_for_grad)] = without_operands(name, asks_for_grad).canonical()
+    return found
 
 
 def asks_for_grad(ctx: Any) -> bool:

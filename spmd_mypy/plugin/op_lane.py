@@ -38,7 +38,7 @@ from ..vocab.spec import Spmd
 from . import _mypy, contraction
 from .answers import plain_local_code, uses_spmd
 from .carrier import spmd_of_text
-from .op_inference import asks_for_grad, typed_quietly, without_operands
+from .op_inference import asks_for_grad, factory_canonical, typed_quietly
 
 _MAX_ANSWERS = 65536  # per op: a long daemon session drops what it no longer asks
 
@@ -143,7 +143,7 @@ def factory_lane(
             return otherwise(ctx)
         if not uses_spmd(api):
             return ctx.default_return_type  # elsewhere a factory stays a plain Tensor
-        return _mypy.carrier_in_checker(api, without_operands(name, asks_for_grad(ctx)).canonical())
+        return _mypy.carrier_in_checker(api, factory_canonical(name, asks_for_grad(ctx)))
 
     return lane
 
