@@ -84,11 +84,11 @@ def _inert(lines: List[bytes]) -> bool:
     on their own (see the module docstring).  A scan of their characters, not
     tokenize (whose patterns cost more to build than an index): strings must
     close on their line, no backslash outside them, brackets balance."""
-    text = b"\n".join(lines)
-    if text.find(b"Annotated") >= 0 or not text.isascii():
-        return False
     depth = 0
-    for line in text.decode("ascii").split("\n"):
+    for raw in lines:
+        if raw.find(b"Annotated") >= 0 or not raw.isascii():
+            return False
+        line = raw.decode("ascii")
         if any(part.lstrip().startswith("type") for part in line.split(";")):
             return False  # perhaps `type X = ...`
         depth = _scan_line(line, depth)

@@ -97,6 +97,13 @@ def plain_local_code(api: Any) -> bool:
     return _file(api).plain and not _mypy.FLAG_NAMES
 
 
+def restore_parameters(ctx: Any) -> None:
+    """The `before` of a hook whose answer restores a rebound parameter
+    (_mypy.restore_parameters: `h = h + r` in a function generic in a
+    layout): an answered call must restore it too."""
+    _mypy.restore_parameters(ctx.api)
+
+
 def remembered(
     compute: Hook, before: Optional[Hook] = None, sites_matter: bool = False, also: Optional[Hook] = None
 ) -> Hook:

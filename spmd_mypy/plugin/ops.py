@@ -25,7 +25,7 @@ from ..vocab.opclasses import (
 from ..vocab.opnames import OPERATOR_SYMBOLS, VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
 from . import _mypy, partitioned
-from .answers import remembered
+from .answers import remembered, restore_parameters
 from .callsite import has_typed_operand, receiver_text, typed_result
 from .carrier import carrier, spmd_of
 from .errors import SPMD_BACKWARD, SPMD_INPLACE
@@ -64,7 +64,7 @@ def op_hook(
         default = ctx.default_return_type
         if not _mypy.has_tensor(default) and not _mypy.is_any(default):
             return default  # size(), item(), dim(): not a tensor op
-        _restore_parameters(ctx)
+        restore_parameters(ctx)
         return typed(ctx)
 
     def compute(ctx: Any) -> _mypy.Type:
@@ -88,15 +88,11 @@ def op_hook(
         check_out(ctx, name, namespace, spmd)
         return typed_result(ctx, spmd, has_typed_operand(ctx, receiver))
 
-    typed = remembered(compute, _restore_parameters)
+    typed = remembered(compute, restore_parameters)
     # most calls: the op's lane answers from its operands' types, or a
     # factory's from its name (op_lane.py), else the general path
     lane = quick_lane(name, cls, namespace, receiver, general) or factory_lane(name, namespace, general)
     return guarded(lane or general, default_return)
-
-
-def _restore_parameters(ctx: Any) -> None:
-    _mypy.restore_parameters(ctx.api)  # h = h + r in a function generic in a layout
 
 
 def check_out(ctx: Any, name: str, namespace: str, result: Optional[Spmd]) -> None:

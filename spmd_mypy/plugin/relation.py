@@ -21,7 +21,7 @@ from ..vocab.localtype import AxisType, I, P, PartitionedShard, R, V
 from ..vocab.spec import Spmd, hidden_obligations, mismatches
 from . import _mypy
 from .carrier import carrier, spmd_of
-from .answers import remembered
+from .answers import remembered, restore_parameters
 from .callsite import in_function_body, plain_outside_spmd, unknown_in_spmd_file, without_gradient
 from .errors import SPMD_ARG
 from .groups import check_group_arguments, relaxed_group_parameters
@@ -563,10 +563,6 @@ def _module_call(ctx: Any) -> _mypy.Type:
     return _call_through(ctx, _mypy.forward_signature(ctx), "forward")
 
 
-def _restore_parameters(ctx: Any) -> None:
-    _mypy.restore_parameters(ctx.api)
-
-
 def _function_apply(ctx: Any) -> _mypy.Type:
     """`Fn.apply(x)` of a custom autograd Function runs its declared `forward(ctx, x)`."""
     return _call_through(ctx, _mypy.autograd_function_forward(ctx), "forward")
@@ -577,5 +573,5 @@ function_apply_hook = guarded(_function_apply, default_return)
 # every block): answered from the first answer, keyed also by the forward
 # signature, which a daemon edit of the class can change (answers.py).
 module_call_hook = guarded(
-    remembered(_module_call, _restore_parameters, also=_mypy.forward_signature), default_return
+    remembered(_module_call, restore_parameters, also=_mypy.forward_signature), default_return
 )
