@@ -43,18 +43,17 @@ def carried(
     None when the edit from `old` to `new` may change it (module docstring)."""
     if not new.isascii() or new.find(b"\t") >= 0:
         return None  # columns: the index is built from mypy's spans only then
-    before, after = old.split(b"\n"), new.split(b"\n")
-    first, old_end, new_end = _differing(before, after)
-    if first and before[first - 1].rstrip().endswith(b"\\"):
+    first, old_part, new_part, previous = changed_lines(old, new)
+    if previous.rstrip().endswith(b"\\"):
         return None  # the changed lines continue the statement before them
-    old_part, new_part = before[first:old_end], after[first:new_end]
     if not _inert(old_part) or not _inert(new_part):
         return None
+    old_end = first + len(old_part)
     # 1-based: the changed lines are first + 1 .. old_end; one line of slack
     low, high = first, old_end + 1
     if any(start <= high and end >= low for start, end in spans):
         return None
-    shift = len(after) - len(before)
+    shift = len(new_part) - len(old_part)
     if not shift:
         return index, spans
     moved: Dict[Pos, Any] = {}  # annotations.Meta values: each moved with its line
@@ -67,16 +66,51 @@ def carried(
     return moved, lines
 
 
-def _differing(before: List[bytes], after: List[bytes]) -> Tuple[int, int, int]:
-    """(first, old_end, new_end): before[first:old_end] became after[first:new_end]."""
-    most = min(len(before), len(after))
-    first = 0
-    while first < most and before[first] == after[first]:
-        first += 1
-    same = 0
-    while same < most - first and before[-1 - same] == after[-1 - same]:
-        same += 1
-    return first, len(before) - same, len(after) - same
+def changed_lines(old: bytes, new: bytes) -> Tuple[int, List[bytes], List[bytes], bytes]:
+    """(first, old lines, new lines, the line before): the lines of `old`
+    from its 0-based line `first` on became those of `new` (the lines after
+    them are the same on both sides), and the line before them (empty when
+    `first` is 0).  Found on the bytes (the lines each side shares at its
+    start and end), so that a file is never split whole: a long file's
+    edit is a few lines."""
+    head = _common_prefix(old, new)
+    start = old.rfind(b"\n", 0, head) + 1  # the first changed line starts here
+    tail = _common_suffix(old, new, min(len(old), len(new)) - start)
+    # the lines after the change: from the first newline of the common end
+    cut = old.find(b"\n", len(old) - tail)
+    old_stop, new_stop = (len(old), len(new)) if cut < 0 else (cut, len(new) - (len(old) - cut))
+    previous = old[old.rfind(b"\n", 0, start - 1) + 1:start - 1] if start else b""
+    return (
+        old.count(b"\n", 0, start),
+        old[start:old_stop].split(b"\n"),
+        new[start:new_stop].split(b"\n"),
+        previous,
+    )
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common start of `a` and `b` (a bisection
+    whose comparisons are slices compared in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # a[:low] == b[:low]; the answer is at most high
+        mid = (low + high + 1) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _common_suffix(a: bytes, b: bytes, most: int) -> int:
+    """The length of the longest common end of `a` and `b`, at most `most`."""
+    low, high, la, lb = 0, most, len(a), len(b)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[la - mid:la - low] == b[lb - mid:lb - low]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def _inert(lines: List[bytes]) -> bool:

@@ -214,8 +214,9 @@ T = TypeVar("T")
 # A signature's parameter types -> something computed from them.  Keyed by the
 # identities of the type objects, which the entry keeps alive: a bound
 # method's signature is new on every call but shares them, torch's are the
-# same objects on every call, and an edited function (daemon) gets new ones.
-ByParameters = Dict[Tuple[int, ...], Tuple[List[_mypy.Type], Any]]
+# same objects on every call, and an edited function (daemon) gets new ones;
+# those are looked up by value too (_mypy.types_by_value).
+ByParameters = Dict[Tuple[object, ...], Tuple[List[_mypy.Type], Any]]
 _MAX_BY_PARAMETERS = 65536
 
 
@@ -225,7 +226,15 @@ def _by_parameters(table: ByParameters, sig: _mypy.CallableType, compute: Callab
     if hit is None:
         if len(table) >= _MAX_BY_PARAMETERS:
             table.clear()  # a long daemon session: drop what edits left behind
-        hit = table[key] = (list(sig.arg_types), compute(sig.arg_types))
+        # new objects equal to known ones (a function the daemon analysed
+        # again): the answer of those, kept under the new identities too
+        same = _mypy.types_by_value(sig.arg_types)
+        hit = table.get(same) if same is not None else None
+        if hit is None:
+            hit = (list(sig.arg_types), compute(sig.arg_types))
+            if same is not None:
+                table[same] = hit
+        table[key] = hit
     return hit[1]
 
 
@@ -570,8 +579,8 @@ def _function_apply(ctx: Any) -> _mypy.Type:
 
 function_apply_hook = guarded(_function_apply, default_return)
 # A module's calls ask the same question over and over (`self.up(h)` in
-# every block): answered from the first answer, keyed also by the forward
-# signature, which a daemon edit of the class can change (answers.py).
+# every block): answered from the first answer, keyed also by the forward's
+# definition, which a daemon edit of the class replaces (answers.py).
 module_call_hook = guarded(
-    remembered(_module_call, restore_parameters, also=_mypy.forward_signature), default_return
+    remembered(_module_call, restore_parameters, also=_mypy.forward_definition), default_return
 )

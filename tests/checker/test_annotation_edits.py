@@ -19,7 +19,7 @@ from mypy.errors import Errors
 from mypy.options import Options
 
 from spmd_mypy.plugin import _mypy, annotations
-from spmd_mypy.plugin.annotation_edits import carried
+from spmd_mypy.plugin.annotation_edits import carried, changed_lines
 from tests.checker.test_annotation_spans import SOURCES, _plain
 
 Built = Tuple[Dict[annotations.Pos, annotations.Meta], List[Tuple[int, int]]]
@@ -175,3 +175,32 @@ def test_random_edits_are_carried_often() -> None:
             new = "\n".join(lines[:i] + [lines[i] + "  # edited"] + lines[i + 1:])
             taken += _carried(source, new) is not None
     assert taken >= 20
+
+
+_LINES = st.lists(st.sampled_from(["", "a", "b", "a b", "\\", "c\r"]), max_size=8)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(_LINES, _LINES, _LINES, _LINES)
+def test_changed_lines_are_the_lines_between_a_shared_start_and_end(
+    head: List[str], old_mid: List[str], new_mid: List[str], tail: List[str]
+) -> None:
+    """changed_lines finds the lines between a common start and a common end
+    on the bytes; its answer must rebuild both sides, and every line it
+    leaves out must be one the two sides share at the same place."""
+    old = "\n".join(head + old_mid + tail).encode()
+    new = "\n".join(head + new_mid + tail).encode()
+    first, old_part, new_part, previous = changed_lines(old, new)
+    before, after = old.split(b"\n"), new.split(b"\n")
+    same_end = len(before) - first - len(old_part)
+    assert same_end == len(after) - first - len(new_part) >= 0
+    assert before[:first] == after[:first]
+    assert before[first:first + len(old_part)] == old_part
+    assert after[first:first + len(new_part)] == new_part
+    assert before[len(before) - same_end:] == after[len(after) - same_end:]
+    assert previous == (before[first - 1] if first else b"")
+    # no more lines than the two sides' own difference, plus at most one
+    common = 0
+    while common < min(len(before), len(after)) and before[common] == after[common]:
+        common += 1
+    assert first >= common - 1

@@ -66,6 +66,92 @@ def test_a_module_call_follows_an_edit_of_its_forward(tmp_path: Path) -> None:
         _run(dmypy + ["stop"], proj)
 
 
+ALIASES = """\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, V
+
+Out = Annotated[Tensor, Spmd(tp=V)]
+"""
+
+LAYER = """\
+from typing import Annotated
+from torch import Tensor, nn
+import spmd_mypy as spmd
+from spmd_mypy import Spmd, R
+from aliases import Out
+
+
+class Up(nn.Module):
+    def forward(self, x: Annotated[Tensor, Spmd(tp=R)]) -> Out:
+        return spmd.convert(x, "tp", src=R, dst=spmd.V)
+"""
+
+CALLER = """\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, R
+from layer import Up
+
+
+def use(layer: Up, x: Annotated[Tensor, Spmd(tp=R)]) -> None:
+    reveal_type(layer(x))
+"""
+
+
+def test_a_module_call_follows_an_edit_of_an_alias_its_forward_returns(tmp_path: Path) -> None:
+    # the edit is in a third module: the class's module is analysed again
+    # and its forward gets a new declared type, which the remembered
+    # question holds by identity
+    proj = _project(tmp_path)
+    for name, text in (("aliases.py", ALIASES), ("layer.py", LAYER), ("caller.py", CALLER)):
+        (proj / name).write_text(text)
+    dmypy, run = _daemon(proj, "aliases.py", "layer.py", "caller.py")
+    try:
+        first = _run(run, proj)
+        assert _revealed(first.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=V']]"], first.stdout + first.stderr
+        _edit(proj / "aliases.py", ALIASES.replace("Spmd, V", "Spmd, P").replace("tp=V", "tp=P"))
+        second = _run(run, proj)
+        assert _revealed(second.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=P']]"], second.stdout + second.stderr
+    finally:
+        _run(dmypy + ["stop"], proj)
+
+
+PARAMETER = """\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, R, V
+
+
+def take(x: Annotated[Tensor, Spmd(tp=R)]) -> None:
+    pass
+
+
+def give(h: Annotated[Tensor, Spmd(tp=V)]) -> None:
+    take(h)
+"""
+
+
+def test_a_call_follows_an_edit_of_the_parameter_it_is_checked_against(tmp_path: Path) -> None:
+    # the edited signature's parameter types are new objects; what the
+    # signature hook computed from them is looked up by their value
+    proj = _project(tmp_path)
+    (proj / "model.py").write_text(PARAMETER)
+    dmypy, run = _daemon(proj, "model.py")
+    try:
+        first = _run(run, proj)
+        wrong = "model.py:11: error: Argument \"x\" to \"take\" is V on axis 'tp' where R is expected"
+        assert wrong in first.stdout, first.stdout
+        _edit(proj / "model.py", PARAMETER.replace("x: Annotated[Tensor, Spmd(tp=R)]", "x: Annotated[Tensor, Spmd(tp=V)]"))
+        second = _run(run, proj)
+        assert "error" not in second.stdout, second.stdout
+        _edit(proj / "model.py", PARAMETER)
+        third = _run(run, proj)
+        assert wrong in third.stdout, third.stdout
+    finally:
+        _run(dmypy + ["stop"], proj)
+
+
 INDEXED = '''\
 from typing import Annotated
 from torch import Tensor

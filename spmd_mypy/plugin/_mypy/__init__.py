@@ -68,7 +68,7 @@ from .analyzer import (
     stub_findable,
     type_position,
 )
-from .call_keys import call_key, error_watch
+from .call_keys import call_key, error_watch, types_by_value, written_call
 from .op_calls import collective_question, simple_operands
 from .calls import (
     autograd_function_forward,
@@ -84,6 +84,7 @@ from .calls import (
     first_args,
     formal_args,
     formal_groups,
+    forward_definition,
     forward_signature,
     note,
     recheck,
@@ -309,6 +310,8 @@ __all__ = [
     # call_keys, op_calls
     "call_key",
     "error_watch",
+    "written_call",
+    "types_by_value",
     "collective_question",
     "simple_operands",
     # mypy's own types the plugin names
@@ -408,6 +411,7 @@ __all__ = [
     "first_args",
     "formal_args",
     "formal_groups",
+    "forward_definition",
     "forward_signature",
     "note",
     "recheck",

@@ -17,7 +17,7 @@ their parts; a float's value is read by no rule.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from mypy.errors import ErrorWatcher
 from mypy.nodes import (
@@ -34,11 +34,32 @@ from mypy.nodes import (
     TupleExpr,
     UnaryExpr,
 )
-from mypy.types import Instance, Type
+from mypy.types import Instance, LiteralType, Type
 
 from .carriers import CARRIER, TENSOR
 
 OPAQUE: Any = object()  # a fact no key can hold: the call is not remembered
+
+
+class Same:
+    """A key part that equals only itself's object: for a mypy type whose
+    comparison costs a walk of it (a signature), where a new object stands
+    for a new definition.  The key keeps the object alive, so its id is
+    never reused meanwhile."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is Same and other.obj is self.obj  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"Same({self.obj!r})"
 
 
 def call_key(ctx: Any, prefix: object) -> Optional[Tuple[object, ...]]:
@@ -147,6 +168,39 @@ def literal_shape(expr: Optional[Expression]) -> object:
     if cls is EllipsisExpr:
         return cls
     return OPAQUE
+
+
+def written_call(expr: Expression) -> Optional[object]:
+    """The literal shape of a call written in the source (`Spmd(tp=V, dp=S(0))`),
+    None when `expr` is no call or holds a part literal_shape cannot read.
+    Its names are fullnames, so two places that write the same call naming
+    the same definitions have one key."""
+    if expr.__class__ is not CallExpr:
+        return None
+    shape = literal_shape(expr)
+    return None if shape is OPAQUE else shape
+
+
+def types_by_value(types: Sequence[Type]) -> Optional[Tuple[Type, ...]]:
+    """`types` as a key compared by value, when each is an Instance whose
+    arguments are Instances or Literals (a carrier, Tensor, int, a class):
+    their equality says all a hook reads of them, and an Instance keeps its
+    hash.  None for anything else (an Any compares equal to every Any,
+    whatever its kind; a callable's hash walks it)."""
+    for t in types:
+        if t.__class__ is not Instance or not _plain_args(t):
+            return None
+    return tuple(types)
+
+
+def _plain_args(t: Instance) -> bool:
+    for a in t.args:
+        cls = a.__class__
+        if cls is LiteralType:
+            continue
+        if cls is not Instance or not _plain_args(a):  # type: ignore[arg-type]
+            return False
+    return True
 
 
 def error_watch(api: Any) -> ErrorWatcher:

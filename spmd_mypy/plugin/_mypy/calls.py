@@ -13,6 +13,7 @@ from mypy.typeops import bind_self
 from mypy.types import CallableType, FunctionLike, Instance, Overloaded, Type, TypeType, get_proper_type
 
 from .analyzer import node_of
+from .call_keys import Same
 from .region_errors import region_dropped
 from .tensor_types import erase_carriers
 
@@ -108,6 +109,41 @@ def forward_signature(ctx: Any) -> Optional[CallableType]:
     """The bound signature of `forward` of the nn.Module subclass being called
     (the first item if forward is overloaded)."""
     receiver = get_proper_type(ctx.type)
+    sig = _declared_forward(receiver)
+    if sig is None:
+        return None
+    bound = bind_self(sig, receiver)
+    return bound.items[0] if bound.items else None
+
+
+def forward_definition(ctx: Any) -> Optional[Same]:
+    """The declared type of `forward` of the module being called, as a key
+    part (call_keys.Same): the first type seen equal to it, so that an
+    equal type mypy builds again (a daemon edit re-analyses the class) asks
+    the same question, and a changed one another.  The receiver's type, in
+    the key beside it, binds it the same way each time.  Types are compared
+    once per object (their hash walks them, and hashes each argument kind,
+    an Enum, in Python)."""
+    sig = _declared_forward(get_proper_type(ctx.type))
+    if sig is None:
+        return None
+    seen = _SEEN_FORWARDS.get(id(sig))
+    if seen is None or seen[0] is not sig:
+        if len(_SEEN_FORWARDS) >= 4096:
+            _SEEN_FORWARDS.clear()
+            _FIRST_EQUAL.clear()
+        seen = _SEEN_FORWARDS[id(sig)] = (sig, Same(_FIRST_EQUAL.setdefault(sig, sig)))
+    return seen[1]
+
+
+# id of a forward's declared type -> (the type, Same(the first type equal to it))
+_SEEN_FORWARDS: Dict[int, Tuple[FunctionLike, Same]] = {}
+_FIRST_EQUAL: Dict[FunctionLike, FunctionLike] = {}
+
+
+def _declared_forward(receiver: Any) -> Optional[FunctionLike]:
+    """The unbound type of the `forward` an nn.Module subclass defines
+    below Module, None for anything else."""
     if not isinstance(receiver, Instance):
         return None
     info: TypeInfo = receiver.type
@@ -119,10 +155,7 @@ def forward_signature(ctx: Any) -> Optional[CallableType]:
         node = base.names.get("forward")
         if node is not None:
             sig = get_proper_type(getattr(node.node, "type", None))
-            if isinstance(sig, FunctionLike):
-                bound = bind_self(sig, receiver)
-                return bound.items[0] if bound.items else None
-            return None
+            return sig if isinstance(sig, FunctionLike) else None
     return None
 
 

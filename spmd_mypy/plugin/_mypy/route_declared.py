@@ -44,6 +44,7 @@ from mypy.nodes import (
     Statement,
     StrExpr,
 )
+from mypy.options import Options
 from mypy.types import CallableType, Type, UnboundType
 
 from .tree import ASSIGNED, REASSIGNED, RETURNED, sub_blocks, wrap_in_phantom
@@ -72,8 +73,16 @@ def _may_hold_tensor(annotation: Optional[Type]) -> bool:
             verdict = _name_verdict(annotation.name)
         if verdict == _HOLDS or (verdict == _HOLDS_NOT and not annotation.args):
             return verdict == _HOLDS
-    names = set(_IDENT.findall(str(annotation)))
+    names = set(_IDENT.findall(_text(annotation)))
     return not names <= _NOT_TENSOR_NAMES
+
+
+_OPTIONS = Options()  # str(type) builds an Options per call (about 3 us)
+
+
+def _text(annotation: Type) -> str:
+    """str(annotation), with options built once."""
+    return annotation.str_with_options(_OPTIONS)
 
 
 _INVARIANT = re.compile(r"\b(List|list|Dict|dict|DefaultDict|defaultdict|OrderedDict|MutableSequence|MutableMapping)\b")
@@ -82,7 +91,7 @@ _INVARIANT = re.compile(r"\b(List|list|Dict|dict|DefaultDict|defaultdict|Ordered
 def _declares_list(annotation: Optional[Type]) -> bool:
     """Whether an unanalysed annotation is (or holds) a list or dict that may
     hold a tensor: a name declared so takes a list of carriers only relaxed."""
-    return _may_hold_tensor(annotation) and _INVARIANT.search(str(annotation)) is not None
+    return _may_hold_tensor(annotation) and _INVARIANT.search(_text(annotation)) is not None  # type: ignore[arg-type]
 
 
 class _Declared:
