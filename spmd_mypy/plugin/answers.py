@@ -38,15 +38,20 @@ Hook = Callable[[Any], Any]
 
 _MAX_ANSWERS = 65536  # per hook: a long daemon session drops what edits left behind
 
-# Incremented by code that read something of the call's place; an answer
-# computed while it moved is not kept.
-_SITE_READS = [0]
+# [reads of the call's place, of them those a hook's `site` reader covers];
+# an answer computed while the first moved is kept only under the site's
+# key, and only when the second moved as much.
+_SITE_READS = [0, 0]
 
 
-def depends_on_site() -> None:
+def depends_on_site(declared_partial: bool = False) -> None:
     """The answer being computed depends on where the call stands, not only
-    on its types and literal arguments: it is not remembered."""
+    on its types and literal arguments: it is not remembered.  With
+    `declared_partial` (a product's declared partial axes were read), a
+    hook whose `site` reader gives those axes keeps it under them."""
     _SITE_READS[0] += 1
+    if declared_partial:
+        _SITE_READS[1] += 1
 
 
 class _File(NamedTuple):
@@ -105,12 +110,18 @@ def restore_parameters(ctx: Any) -> None:
 
 
 def remembered(
-    compute: Hook, before: Optional[Hook] = None, sites_matter: bool = False, also: Optional[Hook] = None
+    compute: Hook,
+    before: Optional[Hook] = None,
+    sites_matter: bool = False,
+    also: Optional[Hook] = None,
+    site: Optional[Hook] = None,
 ) -> Hook:
     """`compute`, answering a question it answered before from that answer
     (see the module's docstring).  `sites_matter`: the hook records its call
     for the communication report when that is wanted; `also(ctx)` goes into
-    the key beside the call's question."""
+    the key beside the call's question.  `site(ctx)`, when given, reads the
+    declared partial axes at the call: a question whose answer read them
+    (and nothing else of the call's place) is answered per those axes."""
     table: Dict[tuple, Any] = {}
 
     def hook(ctx: Any) -> Any:
@@ -124,25 +135,45 @@ def remembered(
         if also is not None:
             key = (key, also(ctx))
         found = table.get(key)
+        by_site = found is _BY_SITE
+        if by_site:
+            key = (_BY_SITE, key, site(ctx))  # type: ignore[misc]  # set only with a reader
+            found = table.get(key)
         if found is not None:
             if before is not None:
                 before(ctx)
             return found
-        answer, clean = quietly(compute, ctx)
-        if clean:
-            if len(table) >= _MAX_ANSWERS:
-                table.clear()
+        answer, clean, declared_only = _quietly(compute, ctx)
+        if len(table) >= _MAX_ANSWERS:
+            table.clear()
+        if clean or (by_site and declared_only):
             table[key] = answer
+        elif declared_only and site is not None:
+            table[key] = _BY_SITE
+            table[(_BY_SITE, key, site(ctx))] = answer
         return answer
 
     return hook
+
+
+_BY_SITE: Any = object()  # a question whose answers are kept per site (remembered)
 
 
 def quietly(compute: Hook, ctx: Any) -> Tuple[Any, bool]:
     """compute(ctx), and whether its answer holds for every call that asks
     the same question: it reported nothing, and read nothing of the call's
     place (see the module's docstring)."""
-    reads = _SITE_READS[0]
+    answer, clean, _ = _quietly(compute, ctx)
+    return answer, clean
+
+
+def _quietly(compute: Hook, ctx: Any) -> Tuple[Any, bool, bool]:
+    """quietly's answer, and whether it reported nothing and read only the
+    declared partial axes of the call's place (depends_on_site)."""
+    reads, declared = _SITE_READS
     with _mypy.error_watch(ctx.api) as watch:
         answer = compute(ctx)
-    return answer, not watch.has_new_errors() and reads == _SITE_READS[0]
+    if watch.has_new_errors():
+        return answer, False, False
+    moved = _SITE_READS[0] - reads
+    return answer, moved == 0, moved > 0 and moved == _SITE_READS[1] - declared

@@ -237,8 +237,31 @@ def after(actual: Optional[Spmd], axes: Tuple[str, ...], dst: AxisType) -> Spmd:
 _SETTINGS: List[Settings] = []
 
 
+# The literal shape of an Spmd(...) written in an assert_spmd call
+# (_mypy.written_call: names as fullnames) -> the Spmd it decodes to, checked
+# against the settings' axes.  Codebases write the same few specs at many
+# places; a malformed one is never kept (it is reported at each place).
+_WRITTEN: Dict[object, Spmd] = {}
+
+
 def configure(settings: Settings) -> None:
     _SETTINGS[:] = [settings]
+    _WRITTEN.clear()
+
+
+def _asserted_spec(ctx: Any, expr: _mypy.Expression) -> Optional[Spmd]:
+    """The Spmd an assert_spmd call asserts (AnnotationError when malformed)."""
+    key = _mypy.written_call(expr)
+    hit = _WRITTEN.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+    node, resolve = spec_argument(ctx.api, expr)  # Spmd(...), or SPEC: Final = Spmd(...)
+    asserted = decode(Meta((node,), ctx.context.line), resolve)
+    if asserted is not None and _SETTINGS:
+        check_axes(asserted, _SETTINGS[-1])
+    if asserted is not None and key is not None and len(_WRITTEN) < 4096:
+        _WRITTEN[key] = asserted
+    return asserted
 
 
 def _assert_spmd(ctx: Any) -> _mypy.Type:
@@ -248,10 +271,7 @@ def _assert_spmd(ctx: Any) -> _mypy.Type:
     if x is None or meta_arg is None or not (_mypy.is_tensor(x[1]) or alternatives):
         return default
     try:
-        node, resolve = spec_argument(ctx.api, meta_arg[0])  # Spmd(...), or SPEC: Final = Spmd(...)
-        asserted = decode(Meta((node,), ctx.context.line), resolve)
-        if asserted is not None and _SETTINGS:
-            check_axes(asserted, _SETTINGS[-1])
+        asserted = _asserted_spec(ctx, meta_arg[0])
     except AnnotationError as e:
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
         return default

@@ -60,8 +60,8 @@ class Site:
     @property
     def exempt(self) -> FrozenSet[str]:
         if self._exempt is None:
-            depends_on_site()  # the function's next uses: not an answer for other calls
-            self._exempt = _declared_exempt(self._ctx)
+            depends_on_site(declared_partial=True)  # the function's next uses (answers.remembered's site)
+            self._exempt = declared_exempt(self._ctx)
         return self._exempt
 
 
@@ -97,7 +97,7 @@ def site(ctx: Any, name: str) -> Site:
     return Site(ctx, equation)
 
 
-def _declared_exempt(ctx: Any) -> FrozenSet[str]:
+def declared_exempt(ctx: Any) -> FrozenSet[str]:
     """The axes the code declares partial for the product at ctx: a
     reinterpret(V -> P) of it, or out_partial_axes= of spmd.matmul/linear/einsum."""
     where = _mypy.span(ctx.context)

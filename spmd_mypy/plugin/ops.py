@@ -28,6 +28,7 @@ from . import _mypy, partitioned
 from .answers import remembered, restore_parameters
 from .callsite import has_typed_operand, receiver_text, typed_result
 from .carrier import carrier, spmd_of
+from .contraction import declared_exempt
 from .errors import SPMD_BACKWARD, SPMD_INPLACE
 from .guard import default_attr, default_return, guarded
 from .op_inference import Alternatives, configure, infer, infer_all
@@ -88,7 +89,9 @@ def op_hook(
         check_out(ctx, name, namespace, spmd)
         return typed_result(ctx, spmd, has_typed_operand(ctx, receiver))
 
-    typed = remembered(compute, restore_parameters)
+    # a product contracting a sharded dim reads the axes declared partial at
+    # the call (contraction.Site): its answer is kept per those axes
+    typed = remembered(compute, restore_parameters, site=declared_exempt)
     # most calls: the op's lane answers from its operands' types, or a
     # factory's from its name (op_lane.py), else the general path
     lane = quick_lane(name, cls, namespace, receiver, general) or factory_lane(name, namespace, general)

@@ -93,6 +93,11 @@ def tensor_hook(settings: Settings) -> Callable[[_mypy.AnalyzeTypeContext], _myp
     return hook
 
 
+# [tree, its facts, its index]: the tree the last Tensor was analysed in,
+# once it is routed whole (a file's Tensors come one after another).
+_READY: list = [None, None, None]
+
+
 def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings, checks: bool = True) -> _mypy.Type:
     """The type of a `Tensor` in an annotation: its carrier if an Spmd(...) sits with it.
     `checks`: whether the settings configure axes or mesh sizes (check_axes).
@@ -100,16 +105,22 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings, checks: bo
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
     tree = _mypy.analysis_owner(ctx)
-    facts = last_facts(tree)  # a look at this tree made already: the common case, kept short
-    if facts is None:
-        facts = look(getattr(tree, "path", None), tree)  # _mypy.analyzer_path(ctx), the owner at hand
-    if not facts.uses:
-        return _mypy.plain_tensor_in_analyzer(ctx, tree)  # torch, typeshed, code without spmd
-    index = facts.built  # built on the first look at this version
-    if index is None:
-        index = facts.index(lambda marked: _mypy.annotation_spans(tree, marked))
-    if not _mypy.routed_whole(tree):
-        route_values(ctx)
+    ready = _READY
+    if tree is ready[0] and tree is not None:
+        facts, index = ready[1], ready[2]  # the tree of the last call, routed whole
+    else:
+        facts = last_facts(tree)  # a look at this tree made already: the common case, kept short
+        if facts is None:
+            facts = look(getattr(tree, "path", None), tree)  # _mypy.analyzer_path(ctx), the owner at hand
+        if not facts.uses:
+            return _mypy.plain_tensor_in_analyzer(ctx, tree)  # torch, typeshed, code without spmd
+        index = facts.built  # built on the first look at this version
+        if index is None:
+            index = facts.index(lambda marked: _mypy.annotation_spans(tree, marked))
+        if not _mypy.routed_whole(tree):
+            route_values(ctx)
+        if _mypy.routed_whole(tree):  # stays so for this tree: its next Tensors skip the steps above
+            ready[:] = [tree, facts, index]
     pos = _mypy.type_position(ctx)
     meta = index.get(pos)
     if meta is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
-from mypy.nodes import CallExpr, IntExpr, NameExpr, StrExpr, TupleExpr, UnaryExpr
+from mypy.nodes import ARG_NAMED, ARG_POS, CallExpr, IntExpr, NameExpr, StrExpr, TupleExpr, UnaryExpr
 from mypy.types import Instance, LiteralType, TupleType
 
 from ...vocab.opclasses import SCALAR
@@ -100,20 +100,31 @@ def collective_question(ctx: Any) -> Optional[Tuple[object, ...]]:
     if default.__class__ is not Instance or default.type.fullname not in _TENSORS:
         return None
     context = ctx.context
-    if context.__class__ is CallExpr and len(context.args) != sum(map(len, ctx.arg_types)):
-        return None
-    parts: List[object] = []
-    for formal, exprs, types in zip(ctx.callee_arg_names, ctx.args, ctx.arg_types):
-        for expr, typ in zip(exprs, types):
-            if formal == "x":
-                shape: object = _literal_text(typ)
-            elif formal == "axis":
-                shape = _axis_shape(expr)
-            else:
-                shape = _written(expr)
-            if shape is None:
-                return None
-            parts += (formal, shape)
+    if context.__class__ is not CallExpr or len(context.args) != sum(map(len, ctx.arg_types)):
+        return None  # not a call, or an argument bound to no parameter
+    # the call as written: each argument's formal by its keyword or position
+    # (every argument is bound, so the i-th positional one to the i-th formal)
+    formals: List[str] = ctx.callee_arg_names
+    names: List[Optional[str]] = context.arg_names
+    kinds = context.arg_kinds
+    parts: List[object] = [tuple(names)]
+    for i, expr in enumerate(context.args):
+        formal = names[i] or (formals[i] if i < len(formals) else None)
+        kind = kinds[i]  # compared by identity: an Enum's hash is Python code
+        if formal is None or (kind is not ARG_POS and kind is not ARG_NAMED):
+            return None  # *args, **kwargs
+        if formal == "x":
+            x = ctx.arg_types[formals.index("x")]
+            shape: object = _literal_text(x[0]) if len(x) == 1 else None
+        elif formal == "axis":
+            shape = _axis_shape(expr)
+        elif expr.__class__ is NameExpr:  # src=P: _written's first case, inline (two per call)
+            shape = expr.fullname or None
+        else:
+            shape = _written(expr)
+        if shape is None:
+            return None
+        parts.append(shape)
     return tuple(parts)
 
 
