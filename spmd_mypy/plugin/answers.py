@@ -22,8 +22,12 @@ first answer when that answer is known to hold for every call that asks it:
 `before` runs on every call, answered or not (a side effect on mypy's
 tree the hook makes, such as restoring a parameter's redefinition).
 `also`, when given, reads what else the answer depends on that the call's
-types do not say (a module call's forward signature, which a daemon edit
-can change while the class stays the same object) into the key.
+types do not say (a module call's forward's declared type, which a daemon
+edit can change while the class stays the same object) into the key.
+`site`, when given, reads the one fact of the call's place an answer may
+depend on and still be kept: a product's declared partial axes.  A
+question whose answer read them, and nothing else of the place, is kept
+per those axes.
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ and holds the revealed types to what a fresh check says.
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import List
+from typing import Callable, Dict, Iterator, List, Tuple
 
 from tests.checker.test_incremental import _edit, _project, _run
 
@@ -44,26 +46,30 @@ def _lines(out: str) -> List[int]:
     return [int(ln.split(":")[1]) for ln in out.splitlines() if "Revealed type is" in ln]
 
 
-def _daemon(proj: Path, *files: str) -> tuple:
+@contextmanager
+def _daemon(tmp_path: Path, files: Dict[str, str]) -> Iterator[Tuple[Path, Callable[[], subprocess.CompletedProcess]]]:
+    """A project holding `files` (name -> text) under a dmypy: yields the
+    project and a `dmypy run` of the files; the daemon is stopped after."""
+    proj = _project(tmp_path)
+    for name, text in files.items():
+        (proj / name).write_text(text)
     dmypy = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(proj / ".dmypy.json")]
     run = dmypy + ["run", "--", "--config-file", "mypy.ini", "--cache-dir", ".cache", *files]
-    return dmypy, run
+    try:
+        yield proj, lambda: _run(run, proj)
+    finally:
+        _run(dmypy + ["stop"], proj)
 
 
 def test_a_module_call_follows_an_edit_of_its_forward(tmp_path: Path) -> None:
     # the class stays the same object across the edit; its forward's
-    # signature is part of the remembered question
-    proj = _project(tmp_path)
-    (proj / "model.py").write_text(MODULE)
-    dmypy, run = _daemon(proj, "model.py")
-    try:
-        first = _run(run, proj)
+    # declared type is part of the remembered question
+    with _daemon(tmp_path, {"model.py": MODULE}) as (proj, check):
+        first = check()
         assert _revealed(first.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=V']]"], first.stdout + first.stderr
         _edit(proj / "model.py", MODULE_EDITED)
-        second = _run(run, proj)
+        second = check()
         assert _revealed(second.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=R']]"], second.stdout + second.stderr
-    finally:
-        _run(dmypy + ["stop"], proj)
 
 
 ALIASES = """\
@@ -103,18 +109,12 @@ def test_a_module_call_follows_an_edit_of_an_alias_its_forward_returns(tmp_path:
     # the edit is in a third module: the class's module is analysed again
     # and its forward gets a new declared type, which the remembered
     # question holds by identity
-    proj = _project(tmp_path)
-    for name, text in (("aliases.py", ALIASES), ("layer.py", LAYER), ("caller.py", CALLER)):
-        (proj / name).write_text(text)
-    dmypy, run = _daemon(proj, "aliases.py", "layer.py", "caller.py")
-    try:
-        first = _run(run, proj)
+    with _daemon(tmp_path, {"aliases.py": ALIASES, "layer.py": LAYER, "caller.py": CALLER}) as (proj, check):
+        first = check()
         assert _revealed(first.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=V']]"], first.stdout + first.stderr
         _edit(proj / "aliases.py", ALIASES.replace("Spmd, V", "Spmd, P").replace("tp=V", "tp=P"))
-        second = _run(run, proj)
+        second = check()
         assert _revealed(second.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=P']]"], second.stdout + second.stderr
-    finally:
-        _run(dmypy + ["stop"], proj)
 
 
 PARAMETER = """\
@@ -135,21 +135,16 @@ def give(h: Annotated[Tensor, Spmd(tp=V)]) -> None:
 def test_a_call_follows_an_edit_of_the_parameter_it_is_checked_against(tmp_path: Path) -> None:
     # the edited signature's parameter types are new objects; what the
     # signature hook computed from them is looked up by their value
-    proj = _project(tmp_path)
-    (proj / "model.py").write_text(PARAMETER)
-    dmypy, run = _daemon(proj, "model.py")
-    try:
-        first = _run(run, proj)
+    with _daemon(tmp_path, {"model.py": PARAMETER}) as (proj, check):
+        first = check()
         wrong = "model.py:11: error: Argument \"x\" to \"take\" is V on axis 'tp' where R is expected"
         assert wrong in first.stdout, first.stdout
         _edit(proj / "model.py", PARAMETER.replace("x: Annotated[Tensor, Spmd(tp=R)]", "x: Annotated[Tensor, Spmd(tp=V)]"))
-        second = _run(run, proj)
+        second = check()
         assert "error" not in second.stdout, second.stdout
         _edit(proj / "model.py", PARAMETER)
-        third = _run(run, proj)
+        third = check()
         assert wrong in third.stdout, third.stdout
-    finally:
-        _run(dmypy + ["stop"], proj)
 
 
 INDEXED = '''\
@@ -174,21 +169,16 @@ def g(
 
 
 def test_an_edit_that_writes_no_type_keeps_the_annotations_in_their_new_places(tmp_path: Path) -> None:
-    proj = _project(tmp_path)
-    (proj / "model.py").write_text(INDEXED)
-    dmypy, run = _daemon(proj, "model.py")
     v, s0, s1 = (f"spmd_phantom.SpmdTensor[Literal['{t}']]" for t in ("tp=V", "tp=S(0)", "tp=S(1)"))
-    try:
-        first = _run(run, proj)
+    with _daemon(tmp_path, {"model.py": INDEXED}) as (proj, check):
+        first = check()
         assert _revealed(first.stdout) == [v, s0] and _lines(first.stdout) == [8, 17], first.stdout + first.stderr
         # two lines added above g: its annotation is carried two lines down
         _edit(proj / "model.py", INDEXED.replace("    y = x * 2.0\n", "    y = x * 2.0\n    y = y * 3.0\n    y = y + 1.0\n"))
-        second = _run(run, proj)
+        second = check()
         assert _revealed(second.stdout) == [v, s0] and _lines(second.stdout) == [10, 19], second.stdout + second.stderr
         # a line inside g's multi-line annotation: read again
         third_text = INDEXED.replace("        Spmd(tp=S(0)),", "        Spmd(tp=S(1)),")
         _edit(proj / "model.py", third_text)
-        third = _run(run, proj)
+        third = check()
         assert _revealed(third.stdout) == [v, s1] and _lines(third.stdout) == [8, 17], third.stdout + third.stderr
-    finally:
-        _run(dmypy + ["stop"], proj)

@@ -91,7 +91,11 @@ _INVARIANT = re.compile(r"\b(List|list|Dict|dict|DefaultDict|defaultdict|Ordered
 def _declares_list(annotation: Optional[Type]) -> bool:
     """Whether an unanalysed annotation is (or holds) a list or dict that may
     hold a tensor: a name declared so takes a list of carriers only relaxed."""
-    return _may_hold_tensor(annotation) and _INVARIANT.search(_text(annotation)) is not None  # type: ignore[arg-type]
+    return (
+        annotation is not None
+        and _may_hold_tensor(annotation)
+        and _INVARIANT.search(_text(annotation)) is not None
+    )
 
 
 class _Declared:
