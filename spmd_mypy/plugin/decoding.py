@@ -173,7 +173,9 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
 # text (annotations._snippet), so a codebase's annotations are decoded once
 # each: the hook looks the names up again, and reuses the answer while they
 # mean the same.
-_ANSWERS: Dict[int, Tuple[Sequence[ast.expr], object, Tuple[Tuple[str, Optional[str]], ...], Optional[Spmd]]] = {}
+# id(exprs) -> (exprs, (misplaced, dims), the names looked up, what each
+# resolved to, the answer)
+_ANSWERS: Dict[int, Tuple[Sequence[ast.expr], object, Tuple[str, ...], List[Optional[str]], Optional[Spmd]]] = {}
 
 
 def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
@@ -183,11 +185,8 @@ def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
     hit = _ANSWERS.get(id(exprs))
     if hit is not None and hit[0] is exprs and hit[1] == (meta.misplaced, meta.dims) and not meta.ambiguous:
         try:
-            for name, full in hit[2]:
-                if lookup(name) != full:
-                    break
-            else:
-                return hit[3]
+            if list(map(lookup, hit[2])) == hit[3]:  # every name resolves as it did
+                return hit[4]
         except Exception:  # decode looks again, and raises as it would have
             pass
     seen: Dict[str, Optional[str]] = {}
@@ -208,7 +207,7 @@ def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
     if not failed[0]:
         if len(_ANSWERS) >= _MAX_DECODED:
             _ANSWERS.clear()
-        _ANSWERS[id(exprs)] = (exprs, (meta.misplaced, meta.dims), tuple(seen.items()), found)
+        _ANSWERS[id(exprs)] = (exprs, (meta.misplaced, meta.dims), tuple(seen), list(seen.values()), found)
     return found
 
 

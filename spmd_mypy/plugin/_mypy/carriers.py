@@ -44,10 +44,16 @@ def _target(typ: Type) -> ProperType:
 
 def carried(typ: Optional[Type]) -> Optional[str]:
     """The canonical SPMD string a carrier type holds, else None."""
+    if typ.__class__ is Instance:  # hooks ask for every operand of every op: most types
+        if typ.type.fullname != CARRIER or not typ.args:  # type: ignore[union-attr]
+            return None
+        arg = typ.args[0]  # type: ignore[union-attr]
+        if arg.__class__ is LiteralType:
+            value = arg.value  # type: ignore[attr-defined]
+            return value if value.__class__ is str else None
     if typ is None:
         return None
-    # hooks ask for every operand of every op: an Instance (most types) directly
-    p = typ if typ.__class__ is Instance else _target(typ)
+    p = _target(typ)
     if isinstance(p, Instance) and p.type.fullname == CARRIER and p.args:
         arg = p.args[0]
         if arg.__class__ is not LiteralType:

@@ -109,6 +109,8 @@ def attribute_read(api: Any, receiver: Instance, name: str, context: Context) ->
 
 def without_none(typ: Type) -> Optional[Type]:
     """typ without its None alternative (None if nothing else is left)."""
+    if typ.__class__ is Instance:  # most attributes read: an Instance, the answer as is
+        return typ
     p = get_proper_type(typ)
     if isinstance(p, NoneType):
         return None

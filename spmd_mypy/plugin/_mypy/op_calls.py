@@ -9,15 +9,17 @@ each argument.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from itertools import chain
+from typing import Any, Dict, List, Optional, Tuple
 
-from mypy.nodes import ARG_NAMED, ARG_POS, CallExpr, IntExpr, NameExpr, StrExpr, TupleExpr, UnaryExpr
+from mypy.nodes import ARG_STAR, ARG_STAR2, CallExpr, IntExpr, NameExpr, StrExpr, TupleExpr, UnaryExpr
 from mypy.types import Instance, LiteralType, TupleType
 
 from ...vocab.opclasses import SCALAR
 from .carriers import CARRIER, TENSOR
 
 _TENSORS = frozenset({TENSOR, CARRIER})
+_flat = chain.from_iterable
 _NUMBERS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex"})
 # Arguments that hold no tensor and are no operand: a string, a dtype, ...
 _INERT = frozenset(
@@ -48,25 +50,24 @@ def simple_operands(
             return None
         out.append(text)
     carriers = receiver
-    for types in ctx.arg_types:
-        for typ in types:
-            cls = typ.__class__
-            if cls is Instance:
-                full = typ.type.fullname
-                if full == CARRIER:  # _literal_text, written out: most operands are carriers
-                    args = typ.args
-                    arg = args[0] if args else None
-                    if arg.__class__ is not LiteralType or arg.value.__class__ is not str or "PS" in arg.value:
-                        return None
-                    out.append(arg.value)
-                    carriers = True
-                elif full in _NUMBERS:
-                    if scalars:
-                        out.append(SCALAR)
-                elif full not in _INERT:
+    for typ in _flat(ctx.arg_types):  # by parameter; most parameters of an op are given nothing
+        cls = typ.__class__
+        if cls is Instance:
+            full = typ.type.fullname
+            if full == CARRIER:  # _literal_text, written out: most operands are carriers
+                args = typ.args
+                arg = args[0] if args else None
+                if arg.__class__ is not LiteralType or arg.value.__class__ is not str or "PS" in arg.value:
                     return None
-            elif cls is not TupleType or not _ints(typ):  # a tuple of sizes or dims passes
+                out.append(arg.value)
+                carriers = True
+            elif full in _NUMBERS:
+                if scalars:
+                    out.append(SCALAR)
+            elif full not in _INERT:
                 return None
+        elif cls is not TupleType or not _ints(typ):  # a tuple of sizes or dims passes
+            return None
     if not carriers and carrier_needed or "out" in getattr(ctx.context, "arg_names", ()):
         return None  # out=t: the result must agree with t (ops.check_out)
     return tuple(out)
@@ -83,49 +84,89 @@ def _literal_text(typ: Any) -> Optional[str]:
     if typ.__class__ is not Instance or typ.type.fullname != CARRIER or not typ.args:
         return None
     arg = typ.args[0]
-    if arg.__class__ is not LiteralType or not isinstance(arg.value, str) or "PS" in arg.value:
+    if arg.__class__ is not LiteralType:
         return None
-    return arg.value
+    value = arg.value
+    return value if value.__class__ is str and "PS" not in value else None
 
 
 def collective_question(ctx: Any) -> Optional[Tuple[object, ...]]:
     """For a typed collective's call written in the plain form -- its value
     a carrier, the axis a string (or a tuple of them), src/dst/expert_mode/op
     names or literals (`S(0)` a call of a name on an int) -- what the hook's
-    answer depends on: the value's canonical string and each other
-    argument's written form, by parameter; None for any other call (a group
+    answer depends on: the keyword names as written (which, with the
+    callee's parameters, bind each argument), the value's canonical string
+    and each other argument's written form; None for any other call (a group
     or a variable as the axis, a computed src, an argument bound to no
-    parameter) or a result that is not one tensor."""
+    parameter, *args or **kwargs) or a result that is not one tensor."""
     default = ctx.default_return_type
     if default.__class__ is not Instance or default.type.fullname not in _TENSORS:
         return None
     context = ctx.context
-    if context.__class__ is not CallExpr or len(context.args) != sum(map(len, ctx.arg_types)):
-        return None  # not a call, or an argument bound to no parameter
-    # the call as written: each argument's formal by its keyword or position
-    # (every argument is bound, so the i-th positional one to the i-th formal)
+    if context.__class__ is not CallExpr:
+        return None
+    args = context.args
+    kinds = context.arg_kinds  # `in` compares by identity first: an Enum's hash is Python code
+    if ARG_STAR in kinds or ARG_STAR2 in kinds or len(args) != sum(map(len, ctx.arg_types)):
+        return None  # *args, **kwargs, or an argument bound to no parameter
     formals: List[str] = ctx.callee_arg_names
-    names: List[Optional[str]] = context.arg_names
-    kinds = context.arg_kinds
-    parts: List[object] = [tuple(names)]
-    for i, expr in enumerate(context.args):
-        formal = names[i] or (formals[i] if i < len(formals) else None)
-        kind = kinds[i]  # compared by identity: an Enum's hash is Python code
-        if formal is None or (kind is not ARG_POS and kind is not ARG_NAMED):
-            return None  # *args, **kwargs
-        if formal == "x":
-            x = ctx.arg_types[formals.index("x")]
-            shape: object = _literal_text(x[0]) if len(x) == 1 else None
-        elif formal == "axis":
-            shape = _axis_shape(expr)
-        elif expr.__class__ is NameExpr:  # src=P: _written's first case, inline (two per call)
-            shape = expr.fullname or None
-        else:
-            shape = _written(expr)
+    names = tuple(context.arg_names)
+    plan = _plan(formals, names)
+    if plan is None:
+        return None
+    axis_at, others = plan
+    x = ctx.arg_types[formals.index("x")]
+    text = _literal_text(x[0]) if len(x) == 1 else None
+    axis = _axis_shape(args[axis_at]) if axis_at is not None else _UNBOUND
+    if text is None or axis is None:
+        return None
+    parts: List[object] = [names, text, axis]
+    for i in others:
+        expr = args[i]
+        shape = (expr.fullname or None) if expr.__class__ is NameExpr else _written(expr)
         if shape is None:
             return None
         parts.append(shape)
     return tuple(parts)
+
+
+_UNSET: Any = object()
+_UNBOUND = ("unbound",)  # the axis given no argument (mypy reports the call)
+# id(a callee's parameter names) -> (those names, keyword names as written -> plan)
+Plan = Tuple[Optional[int], Tuple[int, ...]]  # the axis's position, the others'
+_PLANS: Dict[int, Tuple[object, Dict[Tuple[Optional[str], ...], Optional[Plan]]]] = {}
+
+
+def _plan(formals: List[str], names: Tuple[Optional[str], ...]) -> Optional[Plan]:
+    """Where the arguments bind (by keyword, else the i-th positional to the
+    i-th parameter): the axis's position and the others' (x's type is read
+    by parameter); None if one binds to no parameter or x is not given.
+    Kept per callee and keyword names: the same for every call written alike."""
+    entry = _PLANS.get(id(formals))
+    if entry is None or entry[0] is not formals:
+        if len(_PLANS) >= 4096:
+            _PLANS.clear()
+        entry = _PLANS[id(formals)] = (formals, {})  # holding the names keeps their id from reuse
+    found = entry[1].get(names, _UNSET)
+    if found is _UNSET:
+        found = entry[1][names] = _bind(formals, names)
+    return found  # type: ignore[no-any-return]
+
+
+def _bind(formals: List[str], names: Tuple[Optional[str], ...]) -> Optional[Plan]:
+    x_given, axis_at = False, None
+    others: List[int] = []
+    for i, name in enumerate(names):
+        formal = name or (formals[i] if i < len(formals) else None)
+        if formal is None:
+            return None
+        if formal == "x":
+            x_given = True
+        elif formal == "axis":
+            axis_at = i
+        else:
+            others.append(i)
+    return (axis_at, tuple(others)) if x_given else None
 
 
 def _axis_shape(expr: Any) -> Optional[object]:

@@ -68,7 +68,11 @@ def ignore_unknown_result_overrides(api: Any) -> None:
     if not isinstance(func, FuncDef) or not func.info:
         return
     info: TypeInfo = func.info
-    node = next((b.names[func.name] for b in info.mro[1:] if func.name in b.names), None)
+    name, node = func.name, None
+    for base in info.mro[1:]:  # a loop, not a generator: this runs at every return of a method
+        node = base.names.get(name)
+        if node is not None:
+            break
     target = node.node if node is not None else None
     declared = target.type if isinstance(target, FuncDef) else target.var.type if isinstance(target, Decorator) else None
     original_sig = get_proper_type(declared) if declared is not None else None

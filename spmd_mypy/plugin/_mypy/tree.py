@@ -65,11 +65,17 @@ def is_untyped_wrapper(expr: Expression) -> bool:
 def wrap_in_phantom(expr: Expression, callee: str) -> Expression:
     if is_phantom_call(expr):
         return expr  # already rewritten
-    func = MemberExpr(NameExpr(PHANTOM_ALIAS), callee.rsplit(".", 1)[1])
+    module = NameExpr(PHANTOM_ALIAS)
+    func = MemberExpr(module, callee[_SHORT:])
     call = CallExpr(func, [expr], [ARG_POS], [None])
-    for node in (func, func.expr, call):
-        node.set_line(expr.line, expr.column, expr.end_line, expr.end_column)
+    line, column, end_line, end_column = expr.line, expr.column, expr.end_line, expr.end_column
+    module.set_line(line, column, end_line, end_column)
+    func.set_line(line, column, end_line, end_column)
+    call.set_line(line, column, end_line, end_column)
     return call
+
+
+_SHORT = len(PHANTOM_MODULE) + 1  # `spmd_phantom.returned`[_SHORT:]: the stub's function
 
 
 def sub_blocks(stmt: Statement) -> List[Block]:

@@ -70,6 +70,7 @@ def never() -> Type:
 
 
 _RESTORED: List[Any] = [None]  # the copy last restored (checked once per copy)
+_BODY: List[Any] = [None]  # the binder of the body last looked at (holding it keeps its id unused)
 
 
 def restore_parameters(api: Any) -> None:
@@ -82,7 +83,15 @@ def restore_parameters(api: Any) -> None:
     last of the original's `expanded`; this restores the flag there.  Called
     from hooks that run early in a body (attribute reads, module calls, ops):
     the first statement of a body, if it rebinds a parameter, is checked
-    before any of them (a limit in the README)."""
+    before any of them (a limit in the README).
+
+    mypy checks each body (each copy, each pass) with a binder of its own,
+    so the steps below run once per body: the common call, a hook's in a
+    body already looked at, ends at the first test."""
+    binder = getattr(api, "binder", None)
+    if binder is _BODY[0] and binder is not None:
+        return
+    _BODY[0] = binder
     scope = getattr(api, "scope", None)
     fn = scope.current_function() if scope is not None else None
     copies = getattr(fn, "expanded", None)
