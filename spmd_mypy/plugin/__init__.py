@@ -82,6 +82,7 @@ from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
 from .guard import STRICT, default_return, guarded, nothing, report_skipped, set_vocabulary
 from .annotations import look, mentions_spmd
+from .sourcefile import installed_package
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
 
@@ -490,8 +491,13 @@ class SpmdPlugin(_mypy.Plugin):
         # built once; for a user module, a digest of the Final specs and
         # member aliases it defines (spec_argument.final_specs_digest), so a
         # change of their values re-checks the modules importing them.
+        # Installed packages are left out: torch's sources import hundreds
+        # of numpy's and filelock's modules, each of which the digest would
+        # read and scan in every run (17 ms a run; bench/HISTORY.md, bench_scale,
+        # "Re-measured in a new scratch harness").
         data = self._config_data
-        digest = spec_argument.final_specs_digest(ctx.path) if _user_code(ctx.id + ".") else None
+        user = _user_code(ctx.id + ".") and not installed_package(ctx.path)
+        digest = spec_argument.final_specs_digest(ctx.path) if user else None
         if digest is not None:
             data = {**data, "final_specs": digest}
         # A module that defines autograd Functions with typecheck hooks is

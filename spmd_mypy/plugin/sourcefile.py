@@ -27,6 +27,15 @@ def source_file(path: Optional[str]) -> bool:
     return not any(s in path for s in LIBRARY_DIRS)
 
 
+_INSTALLED_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+def installed_package(path: Optional[str]) -> bool:
+    """A module of a package installed into an environment (numpy, filelock
+    and the like, which torch's sources import): not the user's code."""
+    return bool(path) and any(d in path for d in _INSTALLED_DIRS)  # type: ignore[operator]
+
+
 def file_version(path: str) -> Optional[Tuple[int, int]]:
     """(mtime, size) of a file, None if it cannot be stat-ed."""
     try:

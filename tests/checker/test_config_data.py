@@ -35,3 +35,22 @@ def test_digest_changes_when_a_rule_table_changes(tmp_path: Path, monkeypatch) -
     table = vocab / "opclasses.py"
     table.write_text(table.read_text().replace("add sub", "sub add", 1))
     assert plugin_module._rules_version() != before
+
+
+_SPEC_MODULE = "from typing import Final\nfrom spmd_mypy import Spmd, V\n\nACT: Final = Spmd(tp=V)\n"
+
+
+def test_final_specs_digest_for_user_modules_only(tmp_path: Path) -> None:
+    # The digest of a module's Final specs goes into what mypy is told of a
+    # user module; a module of an installed package (numpy's, which torch's
+    # sources import by the hundred) is never read for it.
+    user = tmp_path / "proj" / "specs.py"
+    installed = tmp_path / "lib" / "python3.11" / "site-packages" / "somepkg" / "specs.py"
+    for path in (user, installed):
+        path.parent.mkdir(parents=True)
+        path.write_text(_SPEC_MODULE)
+    plugin = _plugin(tmp_path)
+    mine = plugin.report_config_data(ReportConfigContext("specs", str(user), is_check=True))
+    theirs = plugin.report_config_data(ReportConfigContext("somepkg.specs", str(installed), is_check=True))
+    assert isinstance(mine["final_specs"], str) and len(mine["final_specs"]) == 16
+    assert "final_specs" not in theirs
