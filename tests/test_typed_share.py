@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 SOURCE = '''\
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, TypedDict
 
 import torch
 from torch import Tensor
@@ -41,8 +41,16 @@ def g(x: Rep) -> None:
 
 def h(z: Optional[Rep]) -> None:
     w = z  # typed: z (an Optional carrier)
+
+
+class Batch(TypedDict):
+    one: Tensor
+
+
+def k(x: Rep) -> None:
+    b = Batch(one=x)  # typed: x (the rewrite's keyword_item(x, Batch) around it is not counted)
 '''
-# typed: 3 (f) + 1 (g) + 1 (h) = 5; untyped: 2 (f) + 1 (Fn.forward) + 1 (g) = 4.
+# typed: 3 (f) + 1 (g) + 1 (h) + 1 (k) = 6; untyped: 2 (f) + 1 (Fn.forward) + 1 (g) = 4.
 APPLY_LINE = SOURCE.splitlines().index("    c = Fn.apply(x)  # typed: x; untyped: Fn.apply(x), an unchecked call") + 1
 
 
@@ -68,9 +76,9 @@ def test_share_and_unchecked_calls(tmp_path: Path) -> None:
     out = _run(tmp_path, str(src))
     m = re.search(r"sample\.py: (\S+) typed \((\d+) of (\d+) tensor expressions\); (\d+) unchecked calls", out)
     assert m is not None, out
-    assert (m[1], int(m[2]), int(m[3]), int(m[4])) == ("55.6%", 5, 9, 1), out
+    assert (m[1], int(m[2]), int(m[3]), int(m[4])) == ("60.0%", 6, 10, 1), out
     assert re.search(rf"sample\.py:{APPLY_LINE}: unchecked call Fn\.apply -> ", out), out
-    assert "total: 55.6% typed (5 of 9 tensor expressions in 1 files)" in out, out
+    assert "total: 60.0% typed (6 of 10 tensor expressions in 1 files)" in out, out
 
 
 def test_without_paths_lists_the_op_tables() -> None:

@@ -34,7 +34,7 @@ def _check(ctx: Any, declared: Any, what: str, code: _mypy.ErrorCode) -> _mypy.T
     group = declared_group(ctx.api, expr, got, declared)  # a ProcessGroup declared as an axis
     if group is not None:
         return group
-    if not _mypy.has_tensor_deep(declared):
+    if not _mypy.has_tensor_deep(declared) and not _mypy.typeddict_of_tensors(declared):
         return _mypy.recheck(ctx.api, expr, declared)
     parts = _mypy.display_parts(expr, declared)
     if parts is not None:  # [a, b], (a, b), {"k": a}: each item on its own
@@ -78,6 +78,27 @@ def _reassigned(ctx: Any) -> _mypy.Type:
     ):
         return _mypy.erase_carriers(ctx.api, value)
     return value
+
+
+def _keyword_item(ctx: Any) -> _mypy.Type:
+    """`Batch(tokens=xs)`, rewritten `keyword_item(xs, Batch, "tokens")`
+    (route_items), the callee a TypedDict's class: the value checked per
+    axis against the item, as an assigned value is, when the item declares
+    an SPMD type; a name relaxed as a re-assignment is where the item is a
+    list of plain tensors.  Otherwise the value typed as without the
+    rewrite: a name's own type, anything else typed again in mypy's context
+    (the stub's parameter, `object`, gave it none)."""
+    types, value = ctx.arg_types, ctx.args[0][0]
+    if len(types) == 3 and types[1] and _mypy.builds_typeddict(types[1][0]):
+        item = _mypy.type_context(ctx.api)
+        if item is not None and _mypy.has_carrier_deep(item):
+            key = _mypy.str_value(ctx.args[2][0]) if ctx.args[2] else None
+            return _check(ctx, item, f'TypedDict item "{key}"', SPMD_ASSIGN)
+        if _mypy.is_name(value):
+            return _reassigned(ctx)
+    if _mypy.is_name(value):
+        return _value(ctx)
+    return _mypy.recheck(ctx.api, value, _mypy.type_context(ctx.api))
 
 
 def _value(ctx: Any) -> _mypy.Type:
@@ -148,4 +169,5 @@ def hooks(refine: Optional[Refine] = None) -> Dict[str, Callable[[Any], _mypy.Ty
             for name, (hook, what, quick, before) in table.items()
         },
         _mypy.REASSIGNED: guarded(_reassigned, _value),
+        _mypy.KEYWORD_ITEM: guarded(_keyword_item, _value),
     }

@@ -15,6 +15,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   analyzer        the semantic analyzer side: lookups, aliases, type spans
   tree            the stub module's calls in a tree; walking statements
   route_declared  rewrite pass: returns and annotated assignments
+  route_items     rewrite pass, part of route_declared: a TypedDict's constructor keywords
   wrap_untyped    rewrite pass: calls torch leaves untyped
   spmd_types_tree rewrite pass: spmd_types' asserting statements; reading its arguments
   dtensor_types   DTensors with known placements (PlacedDTensor), the mesh a call names
@@ -128,6 +129,7 @@ from .expressions import (
     operator_sides,
     str_tuple,
     str_value,
+    is_name,
     typed_in_context,
 )
 from .members import (
@@ -195,6 +197,9 @@ from .tensor_types import (
     tuple_items,
     type_arguments,
     typeddict_with_plain_lists,
+    builds_typeddict,
+    typeddict_of_tensors,
+    has_carrier_deep,
     union_alternatives,
     union_items,
     union_of,
@@ -204,7 +209,7 @@ from .tensor_types import (
 )
 from .dtensor_types import DTENSOR_MODULE, imports_dtensor, later_partners, mesh_names, placed_dtensor, placed_of
 from .raw_writes import RAW_WRITE, call_argument, raw_write_call
-from .tree import ASSIGNED, PHANTOM_MODULE, REASSIGNED, RETURNED, UNTYPED
+from .tree import ASSIGNED, KEYWORD_ITEM, PHANTOM_MODULE, REASSIGNED, RETURNED, UNTYPED
 from .configurations import (
     FLAG_NAMES,
     MARKER_CALL as CONFIGURATION_MARKER_CALL,
@@ -452,6 +457,7 @@ __all__ = [
     "operator_sides",
     "str_tuple",
     "str_value",
+    "is_name",
     # members and overrides
     "attribute_read",
     "declared_below",
@@ -501,6 +507,7 @@ __all__ = [
     "PHANTOM_MODULE",
     "RETURNED",
     "REASSIGNED",
+    "KEYWORD_ITEM",
     "RAW_WRITE",
     "call_argument",
     "raw_write_call",
@@ -517,6 +524,9 @@ __all__ = [
     "relaxed_typeddict_display",
     "relaxes_plain",
     "typeddict_with_plain_lists",
+    "builds_typeddict",
+    "typeddict_of_tensors",
+    "has_carrier_deep",
     "plain_write_type",
     "plain_tensor_container",
     "holds_carriers_already",

@@ -57,6 +57,11 @@ def str_value(expr: Expression) -> Optional[str]:
     return expr.value if isinstance(expr, StrExpr) else None
 
 
+def is_name(expr: Expression) -> bool:
+    """A bare name (`xs`), whose type no context changes."""
+    return type(expr) is NameExpr
+
+
 def str_tuple(expr: Expression) -> Optional[Tuple[str, ...]]:
     if isinstance(expr, TupleExpr):
         values = [str_value(e) for e in expr.items]

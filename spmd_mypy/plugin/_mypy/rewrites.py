@@ -28,6 +28,7 @@ from mypy.plugin import AnalyzeTypeContext
 from .configurations import mark_configured
 from .raw_writes import retype_raw_writes
 from .route_declared import route_declared
+from .route_items import Constructors, constructors
 from .tree import PHANTOM_ALIAS, PHANTOM_MODULE, functions_of
 
 SPMD_TYPES = "spmd_types"  # the passes for its code run in trees that import it
@@ -93,7 +94,7 @@ def route_declared_values(
         imp.is_top_level = True
         tree.defs.insert(at, imp)
         tree.imports.append(imp)
-    route_declared(tree.defs)
+    route_declared(tree.defs, _constructors(tree))
     if spmd_types:
         _refine_asserts(tree)
     if raw_writes:
@@ -157,7 +158,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
 
         bind_alias(tree, sem.modules)  # the name the spmd_types rewrites call through
     if not sem.recurse_into_functions:
-        route_declared(tree.defs)
+        route_declared(tree.defs, _constructors(tree))
         _refine_asserts(tree)
         retype_raw_writes(tree, tree.defs)  # function bodies only: the top level is analysed
         if untyped is not None:  # function bodies only: the top level is analysed
@@ -175,7 +176,7 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
     funcs = done[1]
     if funcs is not None and id(stmt) not in funcs:
         funcs.add(id(stmt))
-        route_declared([stmt])
+        route_declared([stmt], _constructors(tree))
         _refine_asserts(tree, [stmt])
         retype_raw_writes(tree, [stmt])
         if untyped is not None:
@@ -188,3 +189,14 @@ def route_in_analyzer(ctx: AnalyzeTypeContext, untyped: Optional[Callable[[str],
 # path -> (the tree last routed, None when all of it is, else the ids of the
 # functions routed one by one).  Holding the tree keeps those ids valid.
 _ROUTED: Dict[str, Tuple[Any, Optional[set]]] = {}
+
+# The tree last read by route_items.constructors, and what it found: a
+# stale module is routed one function at a time, each asking again.
+_KNOWN: List[Tuple[Any, Optional[Constructors]]] = [(None, None)]
+
+
+def _constructors(tree: MypyFile) -> Optional[Constructors]:
+    last = _KNOWN[0]
+    if last[0] is not tree:
+        last = _KNOWN[0] = (tree, constructors(tree))
+    return last[1]

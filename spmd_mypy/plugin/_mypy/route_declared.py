@@ -47,6 +47,7 @@ from mypy.nodes import (
 from mypy.options import Options
 from mypy.types import CallableType, Type, UnboundType
 
+from .route_items import Constructors, route_constructor_keywords
 from .tree import ASSIGNED, REASSIGNED, RETURNED, sub_blocks, wrap_in_phantom
 
 
@@ -163,10 +164,17 @@ def _name_verdict(name: str) -> int:
     return verdict
 
 
-def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool, declared: Optional[_Declared] = None) -> None:
+def _route_block(
+    stmts: List[Statement],
+    wrap_returns: bool,
+    in_function: bool,
+    declared: Optional[_Declared] = None,
+    known: Optional[Constructors] = None,
+) -> None:
     """Wrap the returns (if `wrap_returns`) and, inside functions, the annotated
     assignments of `stmts` and the re-assignments of names the function
-    (`declared`) declares a list or dict; recurse into nested statements
+    (`declared`) declares a list or dict, and the keywords of a call that may
+    build a TypedDict (`known`, route_items); recurse into nested statements
     and definitions.  Module-level assignments are left to mypy:
     the module's top level may be analysed before any hook could rewrite it
     (see rewrites.route_in_analyzer)."""
@@ -179,13 +187,19 @@ def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool, 
                 and (_reassigned_list(stmt, declared) or _keyed_write(stmt))  # type: ignore[arg-type]
             ):
                 stmt.rvalue = wrap_in_phantom(stmt.rvalue, REASSIGNED)  # type: ignore[attr-defined]
+            elif known is not None and declared is not None:
+                route_constructor_keywords(stmt.rvalue, known)  # type: ignore[attr-defined]
             continue  # the most common statements: no block inside
         if kind is ExpressionStmt:
             continue
         if isinstance(stmt, ReturnStmt):
+            if known is not None and in_function and stmt.expr is not None:
+                route_constructor_keywords(stmt.expr, known)
             if wrap_returns and stmt.expr is not None:
                 stmt.expr = wrap_in_phantom(_route_keyed_names(stmt.expr), RETURNED)
         elif isinstance(stmt, AssignmentStmt):
+            if known is not None and in_function:
+                route_constructor_keywords(stmt.rvalue, known)
             if (
                 in_function
                 and len(stmt.lvalues) == 1
@@ -199,25 +213,25 @@ def _route_block(stmts: List[Statement], wrap_returns: bool, in_function: bool, 
                 if type(stmt.rvalue).__name__ != "TempNode":  # `y: T` without a value
                     stmt.rvalue = wrap_in_phantom(_route_keyed_names(stmt.rvalue), ASSIGNED)
         elif isinstance(stmt, (FuncDef, Decorator, OverloadedFuncDef)):
-            _route_function(stmt)
+            _route_function(stmt, known)
         elif isinstance(stmt, ClassDef):
             for inner in stmt.defs.body:  # class-body assignments are attributes
                 if isinstance(inner, (FuncDef, Decorator, OverloadedFuncDef)):
-                    _route_function(inner)
+                    _route_function(inner, known)
                 elif isinstance(inner, ClassDef):
-                    _route_block([inner], False, False)
+                    _route_block([inner], False, False, None, known)
         else:
             for block in sub_blocks(stmt):
-                _route_block(block.body, wrap_returns, in_function, declared)
+                _route_block(block.body, wrap_returns, in_function, declared, known)
 
 
-def _route_function(node: Statement) -> None:
+def _route_function(node: Statement, known: Optional[Constructors]) -> None:
     if isinstance(node, OverloadedFuncDef):
         parts: List[Statement] = list(node.items)
         if node.impl is not None:
             parts.append(node.impl)
         for part in parts:
-            _route_function(part)
+            _route_function(part, known)
         return
     func = node.func if isinstance(node, Decorator) else node
     if not isinstance(func, FuncDef):
@@ -225,9 +239,10 @@ def _route_function(node: Statement) -> None:
     sig = func.unanalyzed_type
     ret = sig.ret_type if isinstance(sig, CallableType) else None
     wrap = _may_hold_tensor(ret) and not func.is_generator and not func.is_coroutine
-    _route_block(func.body.body, wrap, True, _Declared(func))
+    _route_block(func.body.body, wrap, True, _Declared(func), known)
 
 
-def route_declared(stmts: List[Statement]) -> None:
-    """Wrap the declared values in `stmts` (a module's, or one definition)."""
-    _route_block(stmts, False, False)
+def route_declared(stmts: List[Statement], known: Optional[Constructors] = None) -> None:
+    """Wrap the declared values in `stmts` (a module's, or one definition),
+    and the keywords of the calls to `known` that may build a TypedDict."""
+    _route_block(stmts, False, False, None, known)

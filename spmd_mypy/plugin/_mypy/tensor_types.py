@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
-from mypy.nodes import DictExpr, Expression, ListExpr, MemberExpr, NameExpr, RefExpr, StrExpr, TupleExpr, TypeInfo, Var
+from mypy.nodes import CallExpr, DictExpr, Expression, ListExpr, MemberExpr, NameExpr, RefExpr, StrExpr, TupleExpr, TypeInfo, Var
 from mypy.copytype import copy_type
 from mypy.subtypes import is_subtype
 from mypy.types import (
@@ -26,6 +26,7 @@ from mypy.types import (
 
 from .carriers import carried, is_carrier, is_tensor, plain_tensor_like
 from .expressions import typed_in_context
+from .tree import unwrapped
 from .writes import quietly_typed
 
 
@@ -98,6 +99,11 @@ def has_tensor_deep(typ: Type, depth: int = _DEPTH) -> bool:
     return _holds_deep(typ, is_tensor, depth)
 
 
+def has_carrier_deep(typ: Type) -> bool:
+    """Whether typ declares an SPMD type somewhere inside."""
+    return _holds_deep(typ, is_carrier, _DEPTH)
+
+
 def element_types(typ: Type, depth: int = 6) -> List[Type]:
     """The tensor types a parameter or value holds: itself, Optional's item,
     list/tuple/Sequence elements, dict values (bounded: a recursive alias such
@@ -158,6 +164,8 @@ def carrier_name_type(api: Any, expr: object) -> Optional[Type]:
     variable's; None for any other argument."""
     if not holds_carriers_already(expr):
         return None
+    if isinstance(expr, CallExpr):
+        expr = unwrapped(expr)
     assert isinstance(expr, RefExpr) and isinstance(expr.node, Var)
     binder = getattr(api, "binder", None)
     narrowed = binder.get(expr) if binder is not None else None
@@ -223,7 +231,10 @@ def holds_carriers_already(expr: object) -> bool:
     inferred and that holds a carrier (`views = [a.view(1) for ...]`: a list
     of carriers).  A list display or comprehension written at the call is
     typed in the parameter's context and needs nothing; a name of another
-    list (`list[Parameter]`) keeps plain mypy's verdict."""
+    list (`list[Parameter]`) keeps plain mypy's verdict.  A keyword given
+    a name that the rewrite wrapped (`keyword_item(xs, Batch)`) is the name."""
+    if isinstance(expr, CallExpr):
+        expr = unwrapped(expr)
     node = expr.node if isinstance(expr, RefExpr) else None
     typ = node.type if isinstance(node, Var) else None
     return typ is not None and _holds_deep(typ, is_carrier, _DEPTH)
@@ -232,6 +243,19 @@ def holds_carriers_already(expr: object) -> bool:
 def plain_tensor_container(typ: Type) -> bool:
     """A type with a list or dict of tensors in it and no SPMD type anywhere."""
     return relaxes_plain(typ) and not _holds_deep(typ, is_carrier, _DEPTH)
+
+
+def builds_typeddict(typ: Type) -> bool:
+    """Whether `typ` is a TypedDict's class object (the callee of its constructor)."""
+    p = get_proper_type(typ)
+    return isinstance(p, CallableType) and isinstance(get_proper_type(p.ret_type), TypedDictType)
+
+
+def typeddict_of_tensors(typ: Type) -> bool:
+    """A TypedDict with an item that holds a tensor (a display of it is
+    checked item by item: display_parts)."""
+    p = get_proper_type(typ)
+    return isinstance(p, TypedDictType) and any(has_tensor_deep(t) for t in p.items.values())
 
 
 def typeddict_with_plain_lists(typ: Type) -> bool:
@@ -357,6 +381,8 @@ def display_parts(expr: Expression, declared: Type) -> Optional[List[Tuple[Expre
     if isinstance(expr, DictExpr) and keys is not None and len(keys) == len(expr.items):
         wanted: List[Optional[Type]]
         if isinstance(p, TypedDictType):
+            if not p.required_keys <= set(keys):
+                return None  # a missing key: mypy's own error
             wanted = [p.items.get(k) for k in keys]
         elif isinstance(p, Instance) and len(p.args) == 2 and has_tensor_deep(p.args[1]):
             wanted = [p.args[1]] * len(expr.items)

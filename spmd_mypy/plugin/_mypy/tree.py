@@ -36,6 +36,8 @@ RETURNED = f"{PHANTOM_MODULE}.returned"  # route_declared: `return e`
 ASSIGNED = f"{PHANTOM_MODULE}.assigned"  # route_declared: `y: T = e`
 REASSIGNED = f"{PHANTOM_MODULE}.reassigned"  # route_declared: `ys = xs`, ys declared a list or dict
 UNTYPED = f"{PHANTOM_MODULE}.untyped"  # wrap_untyped: calls torch leaves untyped
+# route_declared: `Batch(tokens=xs)`, the callee again and the key as more arguments
+KEYWORD_ITEM = f"{PHANTOM_MODULE}.keyword_item"
 
 
 def is_phantom_call(expr: Expression, callee: Optional[str] = None) -> bool:
@@ -51,9 +53,13 @@ def is_phantom_call(expr: Expression, callee: Optional[str] = None) -> bool:
 
 def unwrapped(expr: Expression) -> Expression:
     """The value as written inside the rewrite passes' calls (`returned(e)`,
-    `assigned(e)`, `reassigned(xs)`, `untyped(e)`): `e`; any other expression
-    as it is."""
-    while isinstance(expr, CallExpr) and is_phantom_call(expr) and len(expr.args) == 1:
+    `assigned(e)`, `reassigned(xs)`, `untyped(e)`, `keyword_item(xs, Batch,
+    "tokens")`): `e`; any other expression as it is."""
+    while (
+        isinstance(expr, CallExpr)
+        and is_phantom_call(expr)
+        and (len(expr.args) == 1 or len(expr.args) == 3 and is_phantom_call(expr, KEYWORD_ITEM))
+    ):
         expr = expr.args[0]
     return expr
 
@@ -62,17 +68,37 @@ def is_untyped_wrapper(expr: Expression) -> bool:
     return is_phantom_call(expr, UNTYPED)
 
 
-def wrap_in_phantom(expr: Expression, callee: str) -> Expression:
+def wrap_in_phantom(expr: Expression, callee: str, *more: Expression) -> Expression:
+    """`_spmd_phantom_.<callee>(expr, *more)`, placed where `expr` is."""
     if is_phantom_call(expr):
         return expr  # already rewritten
     module = NameExpr(PHANTOM_ALIAS)
     func = MemberExpr(module, callee[_SHORT:])
-    call = CallExpr(func, [expr], [ARG_POS], [None])
+    if more:
+        call = CallExpr(func, [expr, *more], [ARG_POS] * (1 + len(more)), [None] * (1 + len(more)))
+    else:
+        call = CallExpr(func, [expr], [ARG_POS], [None])
     line, column, end_line, end_column = expr.line, expr.column, expr.end_line, expr.end_column
     module.set_line(line, column, end_line, end_column)
     func.set_line(line, column, end_line, end_column)
     call.set_line(line, column, end_line, end_column)
     return call
+
+
+def copied_name(expr: Expression) -> Optional[Expression]:
+    """A fresh copy of a name or dotted name (`Batch`, `types.Batch`), at the
+    same place; None for any other expression."""
+    if type(expr) is NameExpr:
+        out: Expression = NameExpr(expr.name)
+    elif type(expr) is MemberExpr:
+        inner = copied_name(expr.expr)
+        if inner is None:
+            return None
+        out = MemberExpr(inner, expr.name)
+    else:
+        return None
+    out.set_line(expr.line, expr.column, expr.end_line, expr.end_column)
+    return out
 
 
 _SHORT = len(PHANTOM_MODULE) + 1  # `spmd_phantom.returned`[_SHORT:]: the stub's function

@@ -65,6 +65,7 @@ TENSOR = "torch._tensor.Tensor"
 PLUGIN = "spmd_mypy.plugin"
 _REWRITES = ("spmd_phantom.returned", "spmd_phantom.assigned", "spmd_phantom.reassigned")
 _UNTYPED_WRAPPER = "spmd_phantom.untyped"
+_KEYWORD_ITEM = "spmd_phantom.keyword_item"  # `Batch(tokens=keyword_item(xs, Batch))`: counts as xs
 _RAW_WRITE = "spmd_phantom.raw_write"  # `x = raw_write(x, <raw collective>)`: counts as the call
 
 TYPED, UNTYPED, OTHER = "typed", "untyped", "other"
@@ -205,6 +206,8 @@ class _Collector:
             elif name == _UNTYPED_WRAPPER:
                 self.skip.update(id(a) for a in o.args)
                 self.skip.add(id(o.callee))
+            elif name == _KEYWORD_ITEM:
+                self.skip.update((id(o), id(o.callee), *(id(a) for a in o.args[1:])))
 
 
 def _tensor_args(call: CallExpr, types: Dict[Expression, Type]) -> List[str]:
