@@ -33,7 +33,7 @@ _INSTALLED_DIRS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" +
 def installed_package(path: Optional[str]) -> bool:
     """A module of a package installed into an environment (numpy, filelock
     and the like, which torch's sources import): not the user's code."""
-    return bool(path) and any(d in path for d in _INSTALLED_DIRS)  # type: ignore[operator]
+    return path is not None and any(d in path for d in _INSTALLED_DIRS)
 
 
 def file_version(path: str) -> Optional[Tuple[int, int]]:
