@@ -232,7 +232,7 @@ def holds_carriers_already(expr: object) -> bool:
     of carriers).  A list display or comprehension written at the call is
     typed in the parameter's context and needs nothing; a name of another
     list (`list[Parameter]`) keeps plain mypy's verdict.  A keyword given
-    a name that the rewrite wrapped (`keyword_item(xs, Batch)`) is the name."""
+    a name the rewrite wrapped (`keyword_item(xs, Batch, "tokens")`) is the name."""
     if isinstance(expr, CallExpr):
         expr = unwrapped(expr)
     node = expr.node if isinstance(expr, RefExpr) else None
