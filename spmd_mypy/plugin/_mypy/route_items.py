@@ -25,7 +25,6 @@ without the rewrite.  A constructor call nested in another expression
 from __future__ import annotations
 
 import os
-import sys
 from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
 from mypy.nodes import (
@@ -43,13 +42,15 @@ from mypy.nodes import (
 )
 
 from ..sourcefile import file_version, read_source
+from .analyzer import stdlib_modules
 from .tree import KEYWORD_ITEM, copied_name, wrap_in_phantom
 
-# Top-level packages whose classes are left alone: the standard library's,
-# and the libraries whose calls the plugin's own hooks read as written.
-_LIBRARIES = frozenset(
-    {"torch", "megatron", "spmd_mypy", "spmd_types", "spmd_phantom", "typing_extensions", "mypy_extensions"}
-) | frozenset(sys.stdlib_module_names)
+# Top-level packages whose classes are left alone: the standard library's
+# (typeshed's, as mypy reads it), and the libraries whose calls the
+# plugin's own hooks read as written.
+_LIBRARIES = stdlib_modules() | {
+    "torch", "megatron", "spmd_mypy", "spmd_types", "spmd_phantom", "typing_extensions", "mypy_extensions"
+}
 
 
 class Constructors(NamedTuple):

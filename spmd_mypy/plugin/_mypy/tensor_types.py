@@ -197,7 +197,7 @@ def needs_relaxing(api: Any, expr: Expression, formal: Type) -> bool:
     if not _attribute_chain(expr):
         return True
     typ = quietly_typed(api, expr)
-    return _holds_deep(typ, is_carrier, _DEPTH) and fits_as_plain(api, typ, formal)
+    return has_carrier_deep(typ) and fits_as_plain(api, typ, formal)
 
 
 def _attribute_chain(expr: Expression) -> bool:
@@ -237,12 +237,12 @@ def holds_carriers_already(expr: object) -> bool:
         expr = unwrapped(expr)
     node = expr.node if isinstance(expr, RefExpr) else None
     typ = node.type if isinstance(node, Var) else None
-    return typ is not None and _holds_deep(typ, is_carrier, _DEPTH)
+    return typ is not None and has_carrier_deep(typ)
 
 
 def plain_tensor_container(typ: Type) -> bool:
     """A type with a list or dict of tensors in it and no SPMD type anywhere."""
-    return relaxes_plain(typ) and not _holds_deep(typ, is_carrier, _DEPTH)
+    return relaxes_plain(typ) and not has_carrier_deep(typ)
 
 
 def builds_typeddict(typ: Type) -> bool:
