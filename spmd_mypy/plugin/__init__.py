@@ -4,6 +4,7 @@ Hooks, each a dictionary lookup by fullname (mypy asks hundreds of thousands
 of times per run):
 
   Tensor in a type        reading.tensor_hook     (Annotated[Tensor, Spmd(...)])
+  Parameter in a type     reading.tensor_hook     (Annotated[nn.Parameter, Spmd(...)]: the same carrier)
   ProcessGroup in a type  groups.analyze_group    (Annotated[ProcessGroup, Axis("tp")])
   configured group getters groups.hooks(settings) ([spmd_mypy] groups = ...)
   torch functions, F.*    ops.op_hook             (table-driven per-axis rules)
@@ -411,6 +412,10 @@ class SpmdPlugin(_mypy.Plugin):
             self._type_hook,
             {
                 _mypy.TENSOR: self._tensor_hook,
+                _mypy.PARAMETER: guarded(
+                    reading.tensor_hook(settings, _mypy.plain_parameter_in_analyzer),
+                    _mypy.plain_parameter_in_analyzer,
+                ),
                 _mypy.PROCESS_GROUP: group_hook,
                 _mypy.CONFIGURATION_MARKER_TYPE: guarded(configurations.type_hook, _mypy.default_type),
             },

@@ -82,13 +82,20 @@ def check_global(spmd: Spmd, path: object, line: int, owner: object) -> None:
             )
 
 
-def tensor_hook(settings: Settings) -> Callable[[_mypy.AnalyzeTypeContext], _mypy.Type]:
+Plain = Callable[[_mypy.AnalyzeTypeContext, object], _mypy.Type]
+
+
+def tensor_hook(
+    settings: Settings, plain: Plain = _mypy.plain_tensor_in_analyzer
+) -> Callable[[_mypy.AnalyzeTypeContext], _mypy.Type]:
     """The type-analyze hook of `Tensor` (analyze_tensor) under `settings`:
-    a closure, as mypy calls it for every Tensor of every annotation."""
+    a closure, as mypy calls it for every Tensor of every annotation.  With
+    `plain` = _mypy.plain_parameter_in_analyzer it is nn.Parameter's: an
+    Spmd(...) beside a Parameter gives the same carrier as beside a Tensor."""
     checks = bool(settings.mesh or settings.axes)  # else check_axes finds nothing
 
     def hook(ctx: _mypy.AnalyzeTypeContext) -> _mypy.Type:
-        return analyze_tensor(ctx, settings, checks)
+        return analyze_tensor(ctx, settings, checks, plain)
 
     return hook
 
@@ -98,9 +105,15 @@ def tensor_hook(settings: Settings) -> Callable[[_mypy.AnalyzeTypeContext], _myp
 _READY: list = [None, None, None]
 
 
-def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings, checks: bool = True) -> _mypy.Type:
+def analyze_tensor(
+    ctx: _mypy.AnalyzeTypeContext,
+    settings: Settings,
+    checks: bool = True,
+    plain: Plain = _mypy.plain_tensor_in_analyzer,
+) -> _mypy.Type:
     """The type of a `Tensor` in an annotation: its carrier if an Spmd(...) sits with it.
-    `checks`: whether the settings configure axes or mesh sizes (check_axes).
+    `checks`: whether the settings configure axes or mesh sizes (check_axes);
+    `plain`: the type without Spmd(...) (a Tensor, or a Parameter).
 
     Runs behind guard.guarded: an unreadable annotation is a plain Tensor.
     """
@@ -113,7 +126,7 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings, checks: bo
         if facts is None:
             facts = look(getattr(tree, "path", None), tree)  # _mypy.analyzer_path(ctx), the owner at hand
         if not facts.uses:
-            return _mypy.plain_tensor_in_analyzer(ctx, tree)  # torch, typeshed, code without spmd
+            return plain(ctx, tree)  # torch, typeshed, code without spmd
         index = facts.built  # built on the first look at this version
         if index is None:
             index = facts.index(lambda marked: _mypy.annotation_spans(tree, marked))
@@ -124,18 +137,18 @@ def analyze_tensor(ctx: _mypy.AnalyzeTypeContext, settings: Settings, checks: bo
     pos = _mypy.type_position(ctx)
     meta = index.get(pos)
     if meta is None:
-        return _trusted_parameter(ctx, tree, pos, _mypy.plain_tensor_in_analyzer(ctx, tree))
+        return _trusted_parameter(ctx, tree, pos, plain(ctx, tree))
     try:
         spmd = decode_annotation(meta, _mypy.analyzer_lookup(ctx))
         if spmd is None:
-            return _mypy.plain_tensor_in_analyzer(ctx, tree)
+            return plain(ctx, tree)
         if checks:
             check_axes(spmd, settings)
         if facts.global_code:  # else the file has no global code (global_scopes.py)
             check_global(spmd, getattr(tree, "path", None), ctx.context.line, tree)
     except AnnotationError as e:
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
-        return _mypy.plain_tensor_in_analyzer(ctx, tree)
+        return plain(ctx, tree)
     _mypy.mark_alias_target(ctx)
     return _mypy.carrier_in_analyzer(ctx, spmd.canonical(), tree)
 

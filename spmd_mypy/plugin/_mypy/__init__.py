@@ -97,6 +97,7 @@ from .calls import (
 from .carriers import (
     CARRIER,
     TENSOR,
+    PARAMETER,
     analysis_owner,
     carried,
     carrier_in_analyzer,
@@ -110,6 +111,7 @@ from .carriers import (
     phantom_generic,
     plain_tensor,
     plain_tensor_in_analyzer,
+    plain_parameter_in_analyzer,
     plain_tensor_like,
     unknown_carrier,
 )
@@ -426,6 +428,7 @@ __all__ = [
     # carriers
     "CARRIER",
     "TENSOR",
+    "PARAMETER",
     "analysis_owner",
     "carried",
     "carrier_in_analyzer",
@@ -439,6 +442,7 @@ __all__ = [
     "phantom_generic",
     "plain_tensor",
     "plain_tensor_in_analyzer",
+    "plain_parameter_in_analyzer",
     "plain_tensor_like",
     "unknown_carrier",
     # expressions

@@ -31,6 +31,8 @@ from .tree import PHANTOM_MODULE
 
 CARRIER = f"{PHANTOM_MODULE}.SpmdTensor"
 TENSOR = "torch._tensor.Tensor"
+# `Annotated[nn.Parameter, Spmd(...)]` reads as the same carrier as a Tensor's.
+PARAMETER = "torch.nn.parameter.Parameter"
 
 
 def _target(typ: Type) -> ProperType:
@@ -234,6 +236,11 @@ def plain_tensor_in_analyzer(ctx: AnalyzeTypeContext, owner: object = None) -> T
         infos.tensor = get_proper_type(ctx.api.named_type(TENSOR, [])).type  # type: ignore[attr-defined]
         infos.owner = owner
     return Instance(infos.tensor, [])
+
+
+def plain_parameter_in_analyzer(ctx: AnalyzeTypeContext, owner: object = None) -> Type:
+    """nn.Parameter itself (never through analyze_type, which would ask the hook again)."""
+    return ctx.api.named_type(PARAMETER, [])
 
 
 def unknown_carrier(api: Any) -> Type:
