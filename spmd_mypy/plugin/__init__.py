@@ -5,6 +5,7 @@ of times per run):
 
   Tensor in a type        reading.tensor_hook     (Annotated[Tensor, Spmd(...)])
   Parameter in a type     reading.tensor_hook     (Annotated[nn.Parameter, Spmd(...)]: the same carrier)
+  Annotated in a type     reading.annotated_hook  (an Spmd(...) beside an alias of Tensor, or beside no tensor)
   ProcessGroup in a type  groups.analyze_group    (Annotated[ProcessGroup, Axis("tp")])
   configured group getters groups.hooks(settings) ([spmd_mypy] groups = ...)
   torch functions, F.*    ops.op_hook             (table-driven per-axis rules)
@@ -420,6 +421,9 @@ class SpmdPlugin(_mypy.Plugin):
                 _mypy.CONFIGURATION_MARKER_TYPE: guarded(configurations.type_hook, _mypy.default_type),
             },
         )
+        for name in _mypy.ANNOTATED:
+            own = functools.partial(self._without_hook, name)
+            self._types[name] = guarded(reading.annotated_hook(settings, own), own)
         # a flag declared by @spmd.configurations: hooks already built for its name wrapped
         _mypy.on_new_flag(configurations.with_flags(self._functions, configurations.flag_function))
         _mypy.on_new_flag(configurations.with_flags(self._methods, configurations.flag_function))
@@ -453,6 +457,16 @@ class SpmdPlugin(_mypy.Plugin):
 
     def get_attribute_hook(self, fullname: str) -> Optional[Hook]:
         return self._attributes[fullname]
+
+    def _without_hook(self, fullname: str, ctx: Any) -> Any:
+        """mypy's own analysis of a type whose hook is `fullname`'s (asked
+        again meanwhile, the table answers no hook)."""
+        hook = self._types[fullname]
+        self._types[fullname] = None
+        try:
+            return _mypy.default_type(ctx)
+        finally:
+            self._types[fullname] = hook
 
     def _type_hook(self, fullname: str) -> Any:
         """The type-analyze hook for a name seen the first time (or ASK_AGAIN)."""

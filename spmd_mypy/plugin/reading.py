@@ -12,13 +12,13 @@ nn.Module parameter, accept any Tensor: parameters.py.)
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Dict, Optional, Tuple
 
 from ..vocab.localtype import V, grad_type
 from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
-from .annotations import AnnotationError, Meta, last_facts, look, mentions_untyped_torch
+from .annotations import AnnotationError, FileFacts, Meta, last_facts, look, mentions_untyped_torch
 from .decoding import decode, decode_annotation
 from .global_scopes import global_axes_at
 from .config import Settings
@@ -122,35 +122,140 @@ def analyze_tensor(
     if tree is ready[0] and tree is not None:
         facts, index = ready[1], ready[2]  # the tree of the last call, routed whole
     else:
-        facts = last_facts(tree)  # a look at this tree made already: the common case, kept short
-        if facts is None:
-            facts = look(getattr(tree, "path", None), tree)  # _mypy.analyzer_path(ctx), the owner at hand
-        if not facts.uses:
+        found = _first_look(ctx, tree)
+        if found is None:
             return plain(ctx, tree)  # torch, typeshed, code without spmd
-        index = facts.built  # built on the first look at this version
-        if index is None:
-            index = facts.index(lambda marked: _mypy.annotation_spans(tree, marked))
-        if not _mypy.routed_whole(tree):
-            route_values(ctx)
-        if _mypy.routed_whole(tree):  # stays so for this tree: its next Tensors skip the steps above
-            ready[:] = [tree, facts, index]
+        facts, index = found
     pos = _mypy.type_position(ctx)
     meta = index.get(pos)
     if meta is None:
         return _trusted_parameter(ctx, tree, pos, plain(ctx, tree))
+    carrier = _carrier_of(ctx, meta, tree, facts.global_code, settings, checks, plain)
+    if _mypy.is_carrier(carrier):
+        _mypy.mark_alias_target(ctx)
+    return carrier
+
+
+def _first_look(ctx: _mypy.AnalyzeTypeContext, tree: object) -> Optional[Tuple[FileFacts, Dict[Pos, Meta]]]:
+    """The file's facts and annotation index (None: the file does not use
+    spmd); routes its values on the first look (route_values)."""
+    facts = last_facts(tree)  # a look at this tree made already: the common case, kept short
+    if facts is None:
+        facts = look(getattr(tree, "path", None), tree)  # _mypy.analyzer_path(ctx), the owner at hand
+    if not facts.uses:
+        return None
+    index = facts.built  # built on the first look at this version
+    if index is None:
+        index = facts.index(lambda marked: _mypy.annotation_spans(tree, marked))
+    if not _mypy.routed_whole(tree):
+        route_values(ctx)
+    if _mypy.routed_whole(tree):  # stays so for this tree: its next Tensors skip the steps above
+        _READY[:] = [tree, facts, index]
+    return facts, index
+
+
+def _carrier_of(
+    ctx: _mypy.AnalyzeTypeContext,
+    meta: Meta,
+    tree: object,
+    global_code: bool,
+    settings: Settings,
+    checks: bool,
+    plain: Plain,
+) -> _mypy.Type:
+    """The carrier of the Spmd(...) in `meta`, checked against the settings
+    (plain, with an spmd-annotation error, when malformed; plain when the
+    metadata is no Spmd)."""
     try:
         spmd = decode_annotation(meta, _mypy.analyzer_lookup(ctx))
         if spmd is None:
             return plain(ctx, tree)
         if checks:
             check_axes(spmd, settings)
-        if facts.global_code:  # else the file has no global code (global_scopes.py)
+        if global_code:  # else the file has no global code (global_scopes.py)
             check_global(spmd, getattr(tree, "path", None), ctx.context.line, tree)
     except AnnotationError as e:
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
         return plain(ctx, tree)
-    _mypy.mark_alias_target(ctx)
     return _mypy.carrier_in_analyzer(ctx, spmd.canonical(), tree)
+
+
+_PLAIN: Dict[str, Plain] = {
+    _mypy.TENSOR: _mypy.plain_tensor_in_analyzer,
+    _mypy.PARAMETER: _mypy.plain_parameter_in_analyzer,
+}
+
+
+def annotated_hook(
+    settings: Settings, mypys_own: Callable[[_mypy.AnalyzeTypeContext], _mypy.Type]
+) -> Callable[[_mypy.AnalyzeTypeContext], _mypy.Type]:
+    """The type-analyze hook of `Annotated` itself, in annotations (mypy drops
+    Annotated from an alias's value, whose Tensor the Tensor hook reads).
+    `Annotated[Tensor, Spmd(...)]` is read here at once, without analysing the
+    Tensor; any other `Annotated[X, ...]` is X analysed as mypy would, and an
+    Spmd(...) beside an X that is not Tensor or nn.Parameter is read when X is
+    an alias of either, else reported (_beside_other), never dropped.
+    `mypys_own`: mypy's analysis with this hook out of the way."""
+    checks = bool(settings.mesh or settings.axes)
+
+    def hook(ctx: _mypy.AnalyzeTypeContext) -> _mypy.Type:
+        first = _mypy.bare_first(ctx)
+        if first is None:
+            return _mypy.annotated_inner(ctx) or mypys_own(ctx)  # none: Annotated[X], mypy's error
+        tree = _mypy.analysis_owner(ctx)
+        ready = _READY
+        if tree is ready[0] and tree is not None:
+            facts, index = ready[1], ready[2]
+        else:
+            found = _first_look(ctx, tree)
+            if found is None:
+                return _mypy.annotated_inner(ctx) or mypys_own(ctx)  # a file without spmd
+            facts, index = found
+        meta = index.get(first[1])
+        if meta is None:
+            return _mypy.annotated_inner(ctx) or mypys_own(ctx)
+        plain = _PLAIN.get(_mypy.analyzer_lookup(ctx)(first[0]) or "")
+        if plain is not None:  # Tensor or Parameter itself: the common case
+            return _carrier_of(ctx, meta, tree, facts.global_code, settings, checks, plain)
+        inner = _mypy.annotated_inner(ctx)
+        if inner is None:
+            return mypys_own(ctx)
+        return _beside_other(ctx, inner, first[0], meta, tree, facts.global_code, settings, checks)
+
+    return hook
+
+
+def _beside_other(
+    ctx: _mypy.AnalyzeTypeContext,
+    inner: _mypy.Type,
+    name: str,
+    meta: Meta,
+    tree: object,
+    global_code: bool,
+    settings: Settings,
+    checks: bool,
+) -> _mypy.Type:
+    """`Annotated[name, <meta>]` with `name` neither Tensor nor Parameter, and
+    `inner` its analysis: an alias of either is read; an Spmd(...) beside
+    anything else is an spmd-annotation error (it would be dropped)."""
+    if _mypy.is_carrier(inner):
+        return inner  # an alias of a carrier (the outer Spmd(...) is its own)
+    plain = _PLAIN.get(_mypy.read_class(inner) or "")
+    if plain is not None:
+        return _carrier_of(ctx, meta, tree, global_code, settings, checks, plain)
+    try:
+        is_spmd = decode_annotation(meta, _mypy.analyzer_lookup(ctx)) is not None
+    except AnnotationError:
+        is_spmd = True  # an Spmd(...), malformed as well
+    if is_spmd:
+        ctx.api.fail(
+            f"Malformed SPMD annotation: Spmd(...) annotates {name}, which is not a Tensor or "
+            f"nn.Parameter; it is not read, so nothing of this value is checked. "
+            f"Hint: Annotated[Tensor, Spmd(...)]",
+            ctx.context,
+            code=SPMD_ANNOTATION,
+        )
+    return inner
 
 
 def _trusted_parameter(ctx: _mypy.AnalyzeTypeContext, tree: object, pos: Pos, plain: _mypy.Type) -> _mypy.Type:

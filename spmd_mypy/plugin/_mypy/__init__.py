@@ -13,6 +13,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   call_keys       a call hook's question as one key; a watch on the errors it reports
   op_calls        what the op hooks' quick lane reads of a call, in one pass
   analyzer        the semantic analyzer side: lookups, aliases, type spans
+  annotated       Annotated[X, ...] as the type analyzer reads it: what X is
   tree            the stub module's calls in a tree; walking statements
   route_declared  rewrite pass: returns and annotated assignments
   route_items     rewrite pass, part of route_declared: a TypedDict's constructor keywords
@@ -56,6 +57,7 @@ from mypy.plugin import (
 )
 from mypy.types import CallableType, Type
 
+from .annotated import ANNOTATED, annotated_inner, bare_first, names_alias, read_class
 from .analyzer import (
     alias_holding_carrier,
     alias_reference,
@@ -428,6 +430,11 @@ __all__ = [
     # carriers
     "CARRIER",
     "TENSOR",
+    "ANNOTATED",
+    "annotated_inner",
+    "bare_first",
+    "names_alias",
+    "read_class",
     "PARAMETER",
     "analysis_owner",
     "carried",
