@@ -12,6 +12,7 @@ of times per run):
   methods of a carrier    ops.op_hook             (operators, in-place, backward)
   spmd.* collectives      comms.hooks(...)        (src/dst from vocab.collectives;
                                                   global mode's refinement passed in)
+  checkpoint(fn, *args)   checkpointing.HOOKS     (fn(*args): its arguments checked, its result)
   Module.__call__         modules.module_call_hook: a table op's forward (nn.Linear ->
                           F.linear), else relation.module_call_hook (routed to forward)
   nn.Linear & co.         modules.*: redeclared weight/bias, super().forward,
@@ -63,6 +64,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import (
     _mypy,
+    checkpointing,
     comm_sites,
     comms,
     config,
@@ -391,6 +393,7 @@ class SpmdPlugin(_mypy.Plugin):
             declared.hooks(global_mode.exact_declared),
             global_mode.HOOKS,
             parameters.HOOKS,
+            checkpointing.HOOKS,
             configurations.HOOKS,
             modules.function_hooks(_argument_hook),
             group_calls,

@@ -14,7 +14,7 @@ declared.py.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, TypeVar
 
 from ..vocab.collectives import fix_call, mismatch_consequence
 from ..vocab.localtype import AxisType, I, P, PartitionedShard, R, V
@@ -498,8 +498,11 @@ def _bound_parameters(fwd: _mypy.CallableType) -> Dict[int, Any]:
     return bound_parameters(fwd)
 
 
-def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _mypy.Type:
-    """A call that runs `fwd`: check the arguments against it, give its result."""
+def call_through(
+    ctx: Any, fwd: Optional[_mypy.CallableType], callee: str, args: Optional[Sequence[Tuple[Any, Any, Any]]] = None
+) -> _mypy.Type:
+    """A call that runs `fwd`: check the arguments against it (`args`, as
+    _mypy.call_args gives them: the call's own by default), give its result."""
     if fwd is None:
         return ctx.default_return_type
     _mypy.restore_parameters(ctx.api)
@@ -508,7 +511,7 @@ def _call_through(ctx: Any, fwd: Optional[_mypy.CallableType], callee: str) -> _
     position = 0
     held: List[Optional[Spmd]] = []
     chosen: List[Argument] = []  # arguments of parameters typed by a variable with values
-    for name, expr, typ in _mypy.call_args(ctx):
+    for name, expr, typ in _mypy.call_args(ctx) if args is None else args:
         if name is None:
             i: Optional[int] = position
             position += 1
@@ -569,15 +572,16 @@ def _chosen_returns(ctx: Any, fwd: _mypy.CallableType, args: List[Argument], cal
 
 def _module_call(ctx: Any) -> _mypy.Type:
     """`module(x)` is `module.forward(x)`."""
-    return _call_through(ctx, _mypy.forward_signature(ctx), "forward")
+    return call_through(ctx, _mypy.forward_signature(ctx), "forward")
 
 
 def _function_apply(ctx: Any) -> _mypy.Type:
     """`Fn.apply(x)` of a custom autograd Function runs its declared `forward(ctx, x)`."""
-    return _call_through(ctx, _mypy.autograd_function_forward(ctx), "forward")
+    return call_through(ctx, _mypy.autograd_function_forward(ctx), "forward")
 
 
 function_apply_hook = guarded(_function_apply, default_return)
+
 # A module's calls ask the same question over and over (`self.up(h)` in
 # every block): answered from the first answer, keyed also by the forward's
 # definition, which a daemon edit of the class replaces (answers.py).

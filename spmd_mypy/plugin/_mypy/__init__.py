@@ -74,6 +74,8 @@ from .analyzer import (
 from .call_keys import call_key, error_watch, types_by_value, written_call
 from .op_calls import collective_question, simple_operands
 from .calls import (
+    CHECKPOINT,
+    checkpointed,
     autograd_function_forward,
     call_args,
     call_context,
@@ -430,6 +432,8 @@ __all__ = [
     # carriers
     "CARRIER",
     "TENSOR",
+    "CHECKPOINT",
+    "checkpointed",
     "ANNOTATED",
     "annotated_inner",
     "bare_first",

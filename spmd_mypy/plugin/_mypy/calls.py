@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import CallExpr, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, RefExpr, TypeInfo
+from mypy.nodes import ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, RefExpr, TypeInfo
 from mypy.plugin import FunctionContext
 from mypy.typeops import bind_self
 from mypy.types import CallableType, FunctionLike, Instance, Overloaded, Type, TypeType, get_proper_type
@@ -157,6 +157,43 @@ def _declared_forward(receiver: Any) -> Optional[FunctionLike]:
             sig = get_proper_type(getattr(node.node, "type", None))
             return sig if isinstance(sig, FunctionLike) else None
     return None
+
+
+CHECKPOINT = "torch.utils.checkpoint.checkpoint"
+# checkpoint's own keywords (preserve_rng_state is taken from its **kwargs)
+_CHECKPOINT_OWN = frozenset({"use_reentrant", "context_fn", "determinism_check", "debug", "early_stop", "preserve_rng_state"})
+
+
+def checkpointed(ctx: Any) -> Optional[Tuple[CallableType, Tuple[Tuple[Optional[str], Expression, Type], ...]]]:
+    """For `checkpoint(function, *args, **kwargs)` (torch.utils.checkpoint):
+    the signature `function` runs with (a function, a bound method, or an
+    nn.Module's forward) and the arguments checkpoint passes on to it, as
+    call_args gives them.  None when a starred argument or a callee of no
+    single signature leaves them unknown."""
+    groups = {
+        formal: list(zip(names, exprs, types, kinds))
+        for formal, names, exprs, types, kinds in zip(
+            ctx.callee_arg_names, ctx.arg_names, ctx.args, ctx.arg_types, ctx.arg_kinds
+        )
+    }
+    given = groups.get("function") or []
+    if len(given) != 1:
+        return None
+    callee = get_proper_type(given[0][2])
+    if isinstance(callee, Instance):  # checkpoint(self.block, h): the module's forward
+        sig = _declared_forward(callee)
+        bound = bind_self(sig, callee) if sig is not None else None
+        callee = bound.items[0] if bound is not None and len(bound.items) == 1 else None
+    if not isinstance(callee, CallableType):
+        return None
+    passed: List[Tuple[Optional[str], Expression, Type]] = []
+    for formal in ("args", "kwargs"):
+        for name, expr, typ, kind in groups.get(formal) or []:
+            if kind == ARG_STAR or kind == ARG_STAR2:
+                return None
+            if name not in _CHECKPOINT_OWN:
+                passed.append((name, expr, typ))
+    return callee, tuple(passed)
 
 
 def function_class(callee_type: object) -> Optional[TypeInfo]:
