@@ -75,7 +75,10 @@ from .call_keys import call_key, error_watch, types_by_value, written_call
 from .op_calls import collective_question, simple_operands
 from .calls import (
     CHECKPOINT,
+    PARTIAL,
     checkpointed,
+    mypys_partial,
+    partial_parts,
     autograd_function_forward,
     call_args,
     call_context,
@@ -434,6 +437,9 @@ __all__ = [
     "TENSOR",
     "CHECKPOINT",
     "checkpointed",
+    "PARTIAL",
+    "mypys_partial",
+    "partial_parts",
     "ANNOTATED",
     "annotated_inner",
     "bare_first",

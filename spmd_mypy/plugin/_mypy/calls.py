@@ -196,6 +196,35 @@ def checkpointed(ctx: Any) -> Optional[Tuple[CallableType, Tuple[Tuple[Optional[
     return callee, tuple(passed)
 
 
+PARTIAL = "functools.partial"
+
+
+def partial_parts(ctx: Any) -> Optional[Tuple[CallableType, Tuple[Tuple[Optional[str], Expression, Type], ...]]]:
+    """For `functools.partial(fn, *args, **kwargs)`: fn's signature (a
+    function or a bound method) and the arguments bound now, as call_args
+    gives them; None for another callee or a starred argument."""
+    if len(ctx.arg_types) != 3 or len(ctx.arg_types[0]) != 1:
+        return None
+    fn = get_proper_type(ctx.arg_types[0][0])
+    if not isinstance(fn, CallableType) or fn.is_type_obj():
+        return None
+    bound: List[Tuple[Optional[str], Expression, Type]] = []
+    for names, exprs, types, kinds in zip(ctx.arg_names[1:], ctx.args[1:], ctx.arg_types[1:], ctx.arg_kinds[1:]):
+        for name, expr, typ, kind in zip(names, exprs, types, kinds):
+            if kind == ARG_STAR or kind == ARG_STAR2:
+                return None
+            bound.append((name, expr, typ))
+    return fn, tuple(bound)
+
+
+def mypys_partial(ctx: Any, callee: Optional[Type] = None) -> Type:
+    """mypy's own typing of functools.partial (its plugin), with `callee` in
+    place of the first argument's type when given."""
+    from mypy.plugins.functools import handle_partial_with_callee, partial_new_callback
+
+    return partial_new_callback(ctx) if callee is None else handle_partial_with_callee(ctx, callee)
+
+
 def function_class(callee_type: object) -> Optional[TypeInfo]:
     """For `Fn.apply(...)`: the class Fn when it is a torch.autograd.Function
     subclass (the receiver's type is its class object), else None."""
