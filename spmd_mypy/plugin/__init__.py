@@ -13,6 +13,7 @@ of times per run):
   spmd.* collectives      comms.hooks(...)        (src/dst from vocab.collectives;
                                                   global mode's refinement passed in)
   checkpoint(fn, *args)   checkpointing.HOOKS     (fn(*args): its arguments checked, its result)
+  custom_fwd, autocast    decorators.*            (torch's untyped decorators give back their function)
   Module.__call__         modules.module_call_hook: a table op's forward (nn.Linear ->
                           F.linear), else relation.module_call_hook (routed to forward)
   nn.Linear & co.         modules.*: redeclared weight/bias, super().forward,
@@ -70,6 +71,7 @@ from . import (
     config,
     configurations,
     declared,
+    decorators,
     global_mode,
     groups,
     modules,
@@ -394,6 +396,7 @@ class SpmdPlugin(_mypy.Plugin):
             global_mode.HOOKS,
             parameters.HOOKS,
             checkpointing.HOOKS,
+            decorators.FUNCTION_HOOKS,
             configurations.HOOKS,
             modules.function_hooks(_argument_hook),
             group_calls,
@@ -404,7 +407,7 @@ class SpmdPlugin(_mypy.Plugin):
         )
         # calls of the `groups` setting's getters; megatron-core's layer calls,
         # spmd_types' boundaries and DTensor's methods (METHOD_FEATURES)
-        methods = _disjoint(dict(group_calls))
+        methods = _disjoint(dict(group_calls), decorators.METHOD_HOOKS)
         self._methods = _Hooks(
             configurations.with_flag(_Deferred(METHOD_FEATURES, methods).or_build(_method_hook), configurations.flag_function),
             methods,

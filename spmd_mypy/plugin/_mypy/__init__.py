@@ -74,11 +74,7 @@ from .analyzer import (
 from .call_keys import call_key, error_watch, types_by_value, written_call
 from .op_calls import collective_question, simple_operands
 from .calls import (
-    CHECKPOINT,
-    PARTIAL,
-    checkpointed,
-    mypys_partial,
-    partial_parts,
+    CHECKPOINT, PARTIAL, checkpointed, given_function, identity_decorator, mypys_partial, partial_parts,
     autograd_function_forward,
     call_args,
     call_context,
@@ -435,16 +431,8 @@ __all__ = [
     # carriers
     "CARRIER",
     "TENSOR",
-    "CHECKPOINT",
-    "checkpointed",
-    "PARTIAL",
-    "mypys_partial",
-    "partial_parts",
-    "ANNOTATED",
-    "annotated_inner",
-    "bare_first",
-    "names_alias",
-    "read_class",
+    "CHECKPOINT", "PARTIAL", "checkpointed", "given_function", "identity_decorator", "mypys_partial", "partial_parts",
+    "ANNOTATED", "annotated_inner", "bare_first", "names_alias", "read_class",
     "PARAMETER",
     "analysis_owner",
     "carried",

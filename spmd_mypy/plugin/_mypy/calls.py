@@ -7,10 +7,22 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, RefExpr, TypeInfo
+from mypy.nodes import ARG_POS, ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, RefExpr, TypeInfo
 from mypy.plugin import FunctionContext
 from mypy.typeops import bind_self
-from mypy.types import CallableType, FunctionLike, Instance, Overloaded, Type, TypeType, get_proper_type
+from mypy.types import (
+    AnyType,
+    CallableType,
+    FunctionLike,
+    Instance,
+    Overloaded,
+    Type,
+    TypeOfAny,
+    TypeType,
+    TypeVarId,
+    TypeVarType,
+    get_proper_type,
+)
 
 from .analyzer import node_of
 from .call_keys import Same
@@ -223,6 +235,29 @@ def mypys_partial(ctx: Any, callee: Optional[Type] = None) -> Type:
     from mypy.plugins.functools import handle_partial_with_callee, partial_new_callback
 
     return partial_new_callback(ctx) if callee is None else handle_partial_with_callee(ctx, callee)
+
+
+def given_function(ctx: Any, formal: str) -> Optional[Type]:
+    """The type of the argument bound to the callee's parameter `formal` when
+    it is a function (a callable or an overload); None when none is given.
+    An argument that is no function: the call's default result type."""
+    given = formal_args(ctx, formal)
+    if not given:
+        return None
+    typ = given[0][1]
+    return typ if isinstance(get_proper_type(typ), FunctionLike) else ctx.default_return_type
+
+
+def identity_decorator(api: Any) -> CallableType:
+    """`def [F] (F) -> F`: a decorator that gives back what it decorates."""
+    var = TypeVarType(
+        "F", "F", TypeVarId(-1), [], api.named_generic_type("builtins.object", []),
+        AnyType(TypeOfAny.from_omitted_generics),
+    )
+    return CallableType(
+        [var], [ARG_POS], [None], var, api.named_generic_type("builtins.function", []),
+        name="decorator", variables=[var],
+    )
 
 
 def function_class(callee_type: object) -> Optional[TypeInfo]:
