@@ -162,12 +162,13 @@ def _carrier_of(
     settings: Settings,
     checks: bool,
     plain: Plain,
+    lookup: Optional[Callable[[str], Optional[str]]] = None,
 ) -> _mypy.Type:
     """The carrier of the Spmd(...) in `meta`, checked against the settings
     (plain, with an spmd-annotation error, when malformed; plain when the
-    metadata is no Spmd)."""
+    metadata is no Spmd).  `lookup`: _mypy.analyzer_lookup(ctx), if at hand."""
     try:
-        spmd = decode_annotation(meta, _mypy.analyzer_lookup(ctx))
+        spmd = decode_annotation(meta, lookup or _mypy.analyzer_lookup(ctx))
         if spmd is None:
             return plain(ctx, tree)
         if checks:
@@ -214,9 +215,10 @@ def annotated_hook(
         meta = index.get(first[1])
         if meta is None:
             return _mypy.annotated_inner(ctx) or mypys_own(ctx)
-        plain = _PLAIN.get(_mypy.analyzer_lookup(ctx)(first[0]) or "")
+        lookup = _mypy.analyzer_lookup(ctx)
+        plain = _PLAIN.get(lookup(first[0]) or "")
         if plain is not None:  # Tensor or Parameter itself: the common case
-            return _carrier_of(ctx, meta, tree, facts.global_code, settings, checks, plain)
+            return _carrier_of(ctx, meta, tree, facts.global_code, settings, checks, plain, lookup)
         inner = _mypy.annotated_inner(ctx)
         if inner is None:
             return mypys_own(ctx)
