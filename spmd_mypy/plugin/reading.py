@@ -1,10 +1,13 @@
 """Reading `Annotated[Tensor, Spmd(...)]` wherever users write it.
 
-The hook runs for every `Tensor` mypy analyzes in a type.  It looks up the
-position in the file's annotation index; if an `Spmd(...)` sits in the same
-`Annotated`, the type becomes its carrier, else it stays a plain Tensor.
-Works for parameters, returns, variables, class attributes, aliases
-(`Act = Annotated[Tensor, Spmd(tp=V)]`), string annotations and anything
+Two hooks read it, both through the file's annotation index (positions ->
+the metadata written there).  The hook of `Annotated` (annotated_hook) runs
+for each Annotated in an annotation: beside Tensor or nn.Parameter an
+`Spmd(...)` gives the carrier at once; beside an alias of either it is read
+too, and beside any other type it is an error, never dropped.  The hook of
+`Tensor` (and of Parameter; analyze_tensor) runs where mypy analyses a
+Tensor itself: an alias's value (`Act = Annotated[Tensor, Spmd(tp=V)]`,
+whose Annotated mypy drops), string annotations, jaxtyping and anything
 nested (Optional, list/tuple/dict of tensors), since each inner Tensor is
 analyzed in place.  (Writes to an attribute annotated in a class body, an
 nn.Module parameter, accept any Tensor: parameters.py.)
