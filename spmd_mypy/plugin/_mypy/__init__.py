@@ -57,7 +57,7 @@ from mypy.plugin import (
 )
 from mypy.types import CallableType, Type
 
-from .annotated import ANNOTATED, annotated_inner, bare_first, names_alias, read_class
+from .annotated import ANNOTATED, annotated_inner, bare_first, read_class
 from .analyzer import (
     alias_holding_carrier,
     alias_reference,
@@ -432,7 +432,7 @@ __all__ = [
     "CARRIER",
     "TENSOR",
     "CHECKPOINT", "PARTIAL", "checkpointed", "given_function", "identity_decorator", "mypys_partial", "partial_parts",
-    "ANNOTATED", "annotated_inner", "bare_first", "names_alias", "read_class",
+    "ANNOTATED", "annotated_inner", "bare_first", "read_class",
     "PARAMETER",
     "analysis_owner",
     "carried",

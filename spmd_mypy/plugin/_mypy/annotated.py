@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from mypy.nodes import TypeAlias
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import ANNOTATED_TYPE_NAMES, Instance, Type, UnboundType, get_proper_type
 
@@ -47,9 +46,3 @@ def read_class(inner: Type) -> Optional[str]:
         return p.type.fullname
     return None
 
-
-def names_alias(ctx: AnalyzeTypeContext, name: str) -> bool:
-    """Whether `name` in the annotation is a type alias (`TensorT = torch.Tensor`),
-    whose target the Tensor hook analysed where the alias is defined."""
-    sym = ctx.api.lookup_qualified(name, ctx.context, True)  # type: ignore[attr-defined]
-    return sym is not None and isinstance(sym.node, TypeAlias)
