@@ -120,12 +120,14 @@ def formal_args(ctx: Any, formal: str) -> List[Tuple[Expression, Type]]:
 def forward_signature(ctx: Any) -> Optional[CallableType]:
     """The bound signature of `forward` of the nn.Module subclass being called
     (the first item if forward is overloaded)."""
-    receiver = get_proper_type(ctx.type)
+    bound = _bound_forward(get_proper_type(ctx.type))
+    return bound.items[0] if bound is not None and bound.items else None
+
+
+def _bound_forward(receiver: Any) -> Optional[FunctionLike]:
+    """`forward` of the nn.Module subclass `receiver`, bound to it."""
     sig = _declared_forward(receiver)
-    if sig is None:
-        return None
-    bound = bind_self(sig, receiver)
-    return bound.items[0] if bound.items else None
+    return bind_self(sig, receiver) if sig is not None else None
 
 
 def forward_definition(ctx: Any) -> Optional[Same]:
@@ -182,30 +184,32 @@ def checkpointed(ctx: Any) -> Optional[Tuple[CallableType, Tuple[Tuple[Optional[
     nn.Module's forward) and the arguments checkpoint passes on to it, as
     call_args gives them.  None when a starred argument or a callee of no
     single signature leaves them unknown."""
-    groups = {
-        formal: list(zip(names, exprs, types, kinds))
-        for formal, names, exprs, types, kinds in zip(
-            ctx.callee_arg_names, ctx.arg_names, ctx.args, ctx.arg_types, ctx.arg_kinds
-        )
-    }
-    given = groups.get("function") or []
+    given = formal_args(ctx, "function")
     if len(given) != 1:
         return None
-    callee = get_proper_type(given[0][2])
+    callee = get_proper_type(given[0][1])
     if isinstance(callee, Instance):  # checkpoint(self.block, h): the module's forward
-        sig = _declared_forward(callee)
-        bound = bind_self(sig, callee) if sig is not None else None
+        bound = _bound_forward(callee)
         callee = bound.items[0] if bound is not None and len(bound.items) == 1 else None
     if not isinstance(callee, CallableType):
         return None
-    passed: List[Tuple[Optional[str], Expression, Type]] = []
-    for formal in ("args", "kwargs"):
-        for name, expr, typ, kind in groups.get(formal) or []:
+    rest = [i for i, formal in enumerate(ctx.callee_arg_names) if formal in ("args", "kwargs")]
+    passed = _passed_on(ctx, rest)
+    if passed is None:
+        return None
+    return callee, tuple(a for a in passed if a[0] not in _CHECKPOINT_OWN)
+
+
+def _passed_on(ctx: Any, formals: List[int]) -> Optional[List[Tuple[Optional[str], Expression, Type]]]:
+    """The actual arguments of the callee's formals at these indices, as
+    call_args gives them; None when one is starred (its items are unknown)."""
+    out: List[Tuple[Optional[str], Expression, Type]] = []
+    for i in formals:
+        for name, expr, typ, kind in zip(ctx.arg_names[i], ctx.args[i], ctx.arg_types[i], ctx.arg_kinds[i]):
             if kind == ARG_STAR or kind == ARG_STAR2:
                 return None
-            if name not in _CHECKPOINT_OWN:
-                passed.append((name, expr, typ))
-    return callee, tuple(passed)
+            out.append((name, expr, typ))
+    return out
 
 
 PARTIAL = "functools.partial"
@@ -220,13 +224,8 @@ def partial_parts(ctx: Any) -> Optional[Tuple[CallableType, Tuple[Tuple[Optional
     fn = get_proper_type(ctx.arg_types[0][0])
     if not isinstance(fn, CallableType) or fn.is_type_obj():
         return None
-    bound: List[Tuple[Optional[str], Expression, Type]] = []
-    for names, exprs, types, kinds in zip(ctx.arg_names[1:], ctx.args[1:], ctx.arg_types[1:], ctx.arg_kinds[1:]):
-        for name, expr, typ, kind in zip(names, exprs, types, kinds):
-            if kind == ARG_STAR or kind == ARG_STAR2:
-                return None
-            bound.append((name, expr, typ))
-    return fn, tuple(bound)
+    bound = _passed_on(ctx, [1, 2])
+    return (fn, tuple(bound)) if bound is not None else None
 
 
 def mypys_partial(ctx: Any, callee: Optional[Type] = None) -> Type:
