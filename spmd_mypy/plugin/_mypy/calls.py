@@ -7,9 +7,12 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import ARG_POS, ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, RefExpr, TypeInfo
+from mypy.nodes import (
+    ARG_POS, ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, RefExpr,
+    SymbolNode, TypeInfo,
+)
 from mypy.plugin import FunctionContext
-from mypy.typeops import bind_self
+from mypy.typeops import bind_self, callable_type
 from mypy.types import (
     AnyType,
     CallableType,
@@ -124,6 +127,21 @@ def forward_signature(ctx: Any) -> Optional[CallableType]:
     return bound.items[0] if bound is not None and bound.items else None
 
 
+def forward_as_written(ctx: Any) -> Optional[CallableType]:
+    """forward_signature(ctx), or, for a module whose forward is written
+    without annotations (`def forward(self, x):`, torch's nn.Sequential), its
+    implicit signature, every type Any: the forward a typed tensor enters
+    unchecked (untyped_regions).  None when the callee is no module."""
+    sig = forward_signature(ctx)
+    if sig is not None:
+        return sig
+    receiver = get_proper_type(ctx.type)
+    node = _forward_node(receiver)
+    if not isinstance(node, FuncDef) or node.type is not None:
+        return None
+    return callable_type(node, ctx.api.named_type("builtins.function"))
+
+
 def _bound_forward(receiver: Any) -> Optional[FunctionLike]:
     """`forward` of the nn.Module subclass `receiver`, bound to it."""
     sig = _declared_forward(receiver)
@@ -158,6 +176,14 @@ _FIRST_EQUAL: Dict[FunctionLike, FunctionLike] = {}
 def _declared_forward(receiver: Any) -> Optional[FunctionLike]:
     """The unbound type of the `forward` an nn.Module subclass defines
     below Module, None for anything else."""
+    node = _forward_node(receiver)
+    sig = get_proper_type(getattr(node, "type", None)) if node is not None else None
+    return sig if isinstance(sig, FunctionLike) else None
+
+
+def _forward_node(receiver: Any) -> Optional[SymbolNode]:
+    """The definition of the `forward` an nn.Module subclass defines below
+    Module (a function, an overload, a decorated one), None for anything else."""
     if not isinstance(receiver, Instance):
         return None
     info: TypeInfo = receiver.type
@@ -168,8 +194,7 @@ def _declared_forward(receiver: Any) -> Optional[FunctionLike]:
             return None  # forward is not overridden below Module
         node = base.names.get("forward")
         if node is not None:
-            sig = get_proper_type(getattr(node.node, "type", None))
-            return sig if isinstance(sig, FunctionLike) else None
+            return node.node
     return None
 
 
