@@ -208,7 +208,7 @@ def _declares_spmd(ctx: Any) -> bool:
 # Typed tensors entering unannotated code: reported with report_untyped = true.
 _MODULE_CALL = guarded(
     configurations.narrow_result(
-        untyped_regions.watch_forward(modules.module_call_hook, _mypy.forward_as_written, "the module", False)
+        untyped_regions.watch_forward(modules.module_call_hook, modules.watched_forward, "the module", False)
     ),
     default_return,
 )

@@ -56,14 +56,22 @@ def _input(ctx: Any) -> Optional[Tuple[_mypy.Expression, _mypy.Type]]:
     return None
 
 
-def _functional_forward(ctx: Any, owner: str, receiver: Any) -> _mypy.Type:
+def _functional_forward(
+    ctx: Any,
+    owner: str,
+    receiver: Any,
+    given: Optional[Tuple[_mypy.Expression, _mypy.Type]] = None,
+    base: Optional[_mypy.Expression] = None,
+) -> _mypy.Type:
     """A call of `owner`'s forward on `receiver`: its functional op on the
-    receiver's declared attribute types."""
+    receiver's declared attribute types.  `given`: the input (by default the
+    call's), `base`: the module's expression in messages (by default the
+    call's receiver)."""
     module = FUNCTIONAL_MODULES[owner]
-    given = _input(ctx)
+    given = given or _input(ctx)
     if given is None:
         return ctx.default_return_type
-    base = _mypy.receiver_expr(ctx.context)
+    base = base or _mypy.receiver_expr(ctx.context)
     formals: List[Tuple[str, _mypy.Expression, _mypy.Type]] = [("input", given[0], given[1])]
     for name in module.parameters:
         typ = _mypy.without_none(_mypy.attribute_read(ctx.api, receiver, name, ctx.context))
@@ -74,9 +82,13 @@ def _functional_forward(ctx: Any, owner: str, receiver: Any) -> _mypy.Type:
 
 
 def _module_call(ctx: Any) -> _mypy.Type:
-    """`layer(x)`: a module whose forward is a table op's, else relation's
-    routing.  A result without an SPMD type, in a file that never mentions
-    spmd, is mypy's own (Any: Module.__call__), as relation's routing gives."""
+    """`layer(x)`: a module whose forward is a table op's, an nn.Sequential of
+    known modules (_chained), else relation's routing.  A result without an
+    SPMD type, in a file that never mentions spmd, is mypy's own (Any:
+    Module.__call__), as relation's routing gives."""
+    chain = _mypy.chained_modules(ctx.type)
+    if chain is not None:
+        return _chained(ctx, chain)
     found = _mypy.forward_owner(ctx.type)
     if found is not None and found[0] in FUNCTIONAL_MODULES:
         return plain_outside_spmd(ctx, _functional_forward(ctx, *found))
@@ -147,6 +159,61 @@ def _module_list(ctx: Any) -> _mypy.Type:
     return typed if typed is not None else default
 
 
+def _sequential(ctx: Any) -> _mypy.Type:
+    """nn.Sequential(m1, m2, ...) of module instances: SequentialOf[Tuple[M1, M2, ...]]."""
+    default = ctx.default_return_type
+    if not mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api)):
+        return default  # the stub's class only where the file depends on the stub
+    typed = _mypy.sequential_of(ctx)
+    return typed if typed is not None else default
+
+
+def _chained(ctx: Any, chain: List[Any]) -> _mypy.Type:
+    """`seq(x)` of an nn.Sequential of known modules: each module's forward
+    on the result of the one before, checked as a call of it.  A mismatch
+    inside is reported at the call, the value named by the expression that
+    computes it (`self.seq[0](x)`)."""
+    given = _input(ctx)
+    callee = getattr(ctx.context, "callee", None)
+    if given is None or callee is None or len(_mypy.call_args(ctx)) != 1:
+        return ctx.default_return_type
+    expr, typ = given
+    seq, value = _mypy.expr_text(callee), _mypy.expr_text(expr)
+    for i, module in enumerate(chain):
+        if i:  # the previous module's output
+            value = f"{seq}[{i - 1}]({value})"
+            expr = _mypy.message_expr(value if len(value) <= 120 else f"{seq}[{i - 1}](...)", ctx.context)
+        typ = _through(ctx, module, (expr, typ), f"{seq}[{i}]")
+    return typ
+
+
+def _through(ctx: Any, module: Any, given: Tuple[_mypy.Expression, _mypy.Type], name: str) -> _mypy.Type:
+    """The result of module `name`'s forward on `given`, checked."""
+    found = _mypy.forward_owner(module)
+    if found is not None and found[0] in FUNCTIONAL_MODULES:
+        return _functional_forward(ctx, found[0], module, given, _mypy.message_expr(name, ctx.context))
+    fwd = _mypy.forward_of(module)
+    return relation.call_through(ctx, fwd, f"{name}.forward", [(None, *given)])
+
+
+def watched_forward(ctx: Any) -> Optional[_mypy.CallableType]:
+    """The forward report_untyped judges a module call by: the forward as
+    written; for an nn.Sequential of known modules, that of its first module
+    that declares no SPMD types and is no table class (None: all do)."""
+    chain = _mypy.chained_modules(ctx.type)
+    if chain is None:
+        return _mypy.forward_as_written(ctx)
+    for module in chain:
+        found = _mypy.forward_owner(module)
+        if found is not None and found[0] in FUNCTIONAL_MODULES:
+            continue
+        sig = _mypy.forward_as_written(ctx, module)
+        types = [e for t in [*sig.arg_types, sig.ret_type] for e in _mypy.element_types(t)] if sig else []
+        if sig is None or not any(spmd_of(t) is not None for t in types):
+            return sig
+    return None
+
+
 MODULE_LIST = "torch.nn.modules.container.ModuleList"
 MODULE_LIST_OF = "ModuleListOf"
 _SHORT = {fullname.rpartition(".")[2]: fullname for fullname in FUNCTIONAL_MODULES}
@@ -157,6 +224,7 @@ def function_hooks(fallback: Callable[[str], Hook]) -> Dict[str, Hook]:
     `fallback(name)` is the hook the plugin gives a user callee of that name."""
     table = {f"forward of {short}": _super_forward(fallback(f"forward of {short}")) for short in _SHORT}
     table[MODULE_LIST] = guarded(_module_list, default_return)
+    table[_mypy.SEQUENTIAL] = guarded(_sequential, default_return)
     return table
 
 

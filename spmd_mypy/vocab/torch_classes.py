@@ -36,6 +36,17 @@ FUNCTIONAL_MODULES: Final[Mapping[str, FunctionalModule]] = {
         ("Dropout3d", "dropout3d"), ("AlphaDropout", "alpha_dropout"),
         ("FeatureAlphaDropout", "feature_alpha_dropout"),
     )},
+    # elementwise activations: nn.GELU's forward is F.gelu(input, approximate=
+    # self.approximate), and so on; their constructor arguments (a slope, an
+    # approximation) change no SPMD type.  Softmax-like modules take a dim,
+    # which the call does not show: not listed.
+    **{f"torch.nn.modules.activation.{cls}": FunctionalModule(op, ()) for cls, op in (
+        ("GELU", "gelu"), ("ReLU", "relu"), ("SiLU", "silu"), ("Tanh", "tanh"), ("Sigmoid", "sigmoid"),
+        ("Mish", "mish"), ("LeakyReLU", "leaky_relu"), ("ELU", "elu"), ("CELU", "celu"), ("SELU", "selu"),
+        ("Softplus", "softplus"), ("Hardswish", "hardswish"), ("Hardsigmoid", "hardsigmoid"),
+        ("ReLU6", "relu6"), ("Hardtanh", "hardtanh"), ("LogSigmoid", "logsigmoid"),
+        ("Tanhshrink", "tanhshrink"), ("Softsign", "softsign"),
+    )},
 }
 
 # torch.return_types.<name> -> its fields in tuple order.  `x.max(dim=-1)`,

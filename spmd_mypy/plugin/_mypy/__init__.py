@@ -89,6 +89,7 @@ from .calls import (
     formal_args,
     formal_groups,
     forward_as_written,
+    forward_of,
     forward_definition,
     forward_signature,
     note,
@@ -139,6 +140,7 @@ from .expressions import (
     typed_in_context,
 )
 from .members import (
+    SEQUENTIAL, chained_modules, message_expr, sequential_of,
     attribute_read,
     declared_below,
     element_class,
@@ -423,6 +425,7 @@ __all__ = [
     "formal_args",
     "formal_groups",
     "forward_as_written",
+    "forward_of",
     "forward_definition",
     "forward_signature",
     "note",
@@ -479,6 +482,7 @@ __all__ = [
     "element_class",
     "member",
     "module_class",
+    "SEQUENTIAL", "chained_modules", "message_expr", "sequential_of",
     "named_result",
     "op_call",
     "receiver_expr",

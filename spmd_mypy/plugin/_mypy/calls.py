@@ -127,15 +127,23 @@ def forward_signature(ctx: Any) -> Optional[CallableType]:
     return bound.items[0] if bound is not None and bound.items else None
 
 
-def forward_as_written(ctx: Any) -> Optional[CallableType]:
-    """forward_signature(ctx), or, for a module whose forward is written
-    without annotations (`def forward(self, x):`, torch's nn.Sequential), its
-    implicit signature, every type Any: the forward a typed tensor enters
-    unchecked (untyped_regions).  None when the callee is no module."""
-    sig = forward_signature(ctx)
+def forward_of(module: Instance) -> Optional[CallableType]:
+    """The bound signature of `forward` of the nn.Module subclass `module`
+    (its first item if overloaded); None if it declares none."""
+    bound = _bound_forward(module)
+    return bound.items[0] if bound is not None and bound.items else None
+
+
+def forward_as_written(ctx: Any, module: Optional[Instance] = None) -> Optional[CallableType]:
+    """forward_signature(ctx) (or forward_of(module)), or, for a module whose
+    forward is written without annotations (`def forward(self, x):`, torch's
+    nn.Sequential), its implicit signature, every type Any: the forward a
+    typed tensor enters unchecked (untyped_regions).  None when the callee
+    is no module."""
+    receiver = get_proper_type(ctx.type) if module is None else module
+    sig = forward_of(receiver) if isinstance(receiver, Instance) else None
     if sig is not None:
         return sig
-    receiver = get_proper_type(ctx.type)
     node = _forward_node(receiver)
     if not isinstance(node, FuncDef) or node.type is not None:
         return None

@@ -23,11 +23,12 @@ from mypy.nodes import (
 )
 from mypy.plugin import FunctionContext
 from mypy.typevars import fill_typevars
-from mypy.types import Instance, NoneType, TupleType, Type, UnionType, get_proper_type
+from mypy.types import AnyType, Instance, NoneType, TupleType, Type, TypeOfAny, UnionType, get_proper_type
 
 from .calls import typed_before
-from .carriers import carried
+from .carriers import carried, phantom_generic
 from .tensor_types import element_types
+from .tree import PHANTOM_MODULE
 
 MODULE = "torch.nn.modules.module.Module"
 
@@ -177,3 +178,43 @@ def element_class(api: Any, expr: Expression) -> Optional[Instance]:
     if first is None or any(c is None or c.type is not first.type for c in classes):
         return None
     return first
+
+
+SEQUENTIAL = "torch.nn.modules.container.Sequential"
+_SEQUENTIAL_OF = "SequentialOf"
+
+
+def sequential_of(ctx: Any) -> Optional[Type]:
+    """For the constructor call `nn.Sequential(m1, ...)`:
+    spmd_phantom.SequentialOf[Tuple[M1, ...]] when every argument is a
+    positional module instance; else None (`*layers`, an OrderedDict)."""
+    if any(kind != ARG_POS for kinds in ctx.arg_kinds for kind in kinds):
+        return None
+    found = [module_class(t) for types in ctx.arg_types for t in types]
+    modules: List[Type] = [m for m in found if m is not None]
+    if not modules or len(modules) != len(found):
+        return None
+    fallback = ctx.api.named_generic_type("builtins.tuple", [AnyType(TypeOfAny.special_form)])
+    return phantom_generic(ctx.api, _SEQUENTIAL_OF, TupleType(modules, fallback))
+
+
+def chained_modules(typ: Type) -> Optional[List[Instance]]:
+    """The modules of a SequentialOf[Tuple[M1, ...]], in call order; None
+    for any other type."""
+    p = _instance(typ)
+    if p is None or p.type.fullname != f"{PHANTOM_MODULE}.{_SEQUENTIAL_OF}" or not p.args:
+        return None
+    items = get_proper_type(p.args[0])
+    if not isinstance(items, TupleType):
+        return None
+    modules = [module_class(t) for t in items.items]
+    return None if any(m is None for m in modules) else modules  # type: ignore[return-value]
+
+
+def message_expr(text: str, context: Context) -> NameExpr:
+    """An expression written `text` at `context`'s place, for messages only
+    (a value no expression of the code holds: a module's output inside an
+    nn.Sequential)."""
+    expr = NameExpr(text)
+    expr.set_line(context)
+    return expr

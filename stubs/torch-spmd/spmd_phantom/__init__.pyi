@@ -12,7 +12,7 @@
 from typing import Any, Generic, Iterator, NamedTuple, TypeVar, overload
 
 from torch import Tensor
-from torch.nn import Module, ModuleList
+from torch.nn import Module, ModuleList, Sequential
 from torch.distributed import ProcessGroup
 
 _S_co = TypeVar("_S_co", covariant=True)
@@ -35,6 +35,10 @@ class ModuleListOf(ModuleList, Generic[_M_co]):
     def __getitem__(self, idx: slice) -> ModuleListOf[_M_co]: ...
     @overload
     def __getitem__(self, idx: int) -> _M_co: ...
+# nn.Sequential(m1, m2, ...) of module instances, in files that use spmd (see
+# spmd_mypy/plugin/modules.py): SequentialOf[Tuple[M1, M2, ...]], whose call
+# runs M1's forward, then M2's on its result, and so on.
+class SequentialOf(Sequential, Generic[_S_co]): ...
 # A ProcessGroup that stands for a mesh axis: AxisGroup[Literal["tp"]] for
 # `Annotated[ProcessGroup, spmd.Axis("tp")]` (axes of a flattened group joined
 # by commas, "dp,tp").  The plugin reads the axis of a collective's group
