@@ -138,16 +138,22 @@ def forward_as_written(ctx: Any, module: Optional[Instance] = None) -> Optional[
     """forward_signature(ctx) (or forward_of(module)), or, for a module whose
     forward is written without annotations (`def forward(self, x):`, torch's
     nn.Sequential), its implicit signature, every type Any: the forward a
-    typed tensor enters unchecked (untyped_regions).  None when the callee
-    is no module."""
+    typed tensor enters unchecked (untyped_regions).  A module of a class
+    that defines no forward below nn.Module (nn.Module itself: the values of
+    an nn.ModuleDict, a base class) runs a forward nobody knows:
+    `(*args: Any, **kwargs: Any) -> Any`.  None when the callee is no module."""
     receiver = get_proper_type(ctx.type) if module is None else module
     sig = forward_of(receiver) if isinstance(receiver, Instance) else None
     if sig is not None:
         return sig
     node = _forward_node(receiver)
+    function = ctx.api.named_type("builtins.function")
+    if node is None and isinstance(receiver, Instance) and receiver.type.has_base(_MODULE):
+        anything = AnyType(TypeOfAny.special_form)
+        return CallableType([anything, anything], [ARG_STAR, ARG_STAR2], [None, None], anything, function)
     if not isinstance(node, FuncDef) or node.type is not None:
         return None
-    return callable_type(node, ctx.api.named_type("builtins.function"))
+    return callable_type(node, function)
 
 
 def _bound_forward(receiver: Any) -> Optional[FunctionLike]:
@@ -189,16 +195,19 @@ def _declared_forward(receiver: Any) -> Optional[FunctionLike]:
     return sig if isinstance(sig, FunctionLike) else None
 
 
+_MODULE = "torch.nn.modules.module.Module"
+
+
 def _forward_node(receiver: Any) -> Optional[SymbolNode]:
     """The definition of the `forward` an nn.Module subclass defines below
     Module (a function, an overload, a decorated one), None for anything else."""
     if not isinstance(receiver, Instance):
         return None
     info: TypeInfo = receiver.type
-    if not info.has_base("torch.nn.modules.module.Module"):
+    if not info.has_base(_MODULE):
         return None
     for base in info.mro:
-        if base.fullname == "torch.nn.modules.module.Module":
+        if base.fullname == _MODULE:
             return None  # forward is not overridden below Module
         node = base.names.get("forward")
         if node is not None:
