@@ -36,6 +36,8 @@ FUNCTIONAL_MODULES: Final[Mapping[str, FunctionalModule]] = {
         ("Dropout3d", "dropout3d"), ("AlphaDropout", "alpha_dropout"),
         ("FeatureAlphaDropout", "feature_alpha_dropout"),
     )},
+    # nn.Identity's forward returns its input: typed as a copy (linear, any type)
+    "torch.nn.modules.linear.Identity": FunctionalModule("clone", ()),
     # elementwise activations: nn.GELU's forward is F.gelu(input, approximate=
     # self.approximate), and so on; their constructor arguments (a slope, an
     # approximation) change no SPMD type.  Softmax-like modules take a dim,
