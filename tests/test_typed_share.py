@@ -85,3 +85,36 @@ def test_without_paths_lists_the_op_tables() -> None:
     out = subprocess.run([sys.executable, "-m", "spmd_mypy.coverage"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0
     assert re.search(r"^torch\.nn\.functional: \d+ of \d+ classified", out.stdout, re.M), out.stdout
+
+
+DIST_NN_SOURCE = '''\
+from typing import Annotated
+
+import torch.distributed as dist
+import torch.distributed.nn.functional as dnnf
+from torch import Tensor
+
+import spmd_mypy as spmd
+from spmd_mypy import P, Spmd
+
+
+def f(x: Annotated[Tensor, Spmd(tp=P)], g: Annotated[dist.ProcessGroup, spmd.Axis("tp")], h: dist.ProcessGroup) -> None:
+    a = dnnf.all_reduce(x, group=g)  # typed: all_reduce(P -> R)
+    b = dnnf.all_reduce(x, op=dist.ReduceOp.MAX, group=g)  # unchecked: not the sum
+    c = dnnf.broadcast(x, 0, group=g)  # unchecked: no typed collective
+    d = dnnf.all_gather(x, group=h)  # unchecked: h names no axis (a tuple of tensors)
+    e = dnnf.scatter([x, x], 0, group=g)  # unchecked: typed tensors inside a list
+'''
+
+
+def test_dist_nn_calls_listed_unchecked(tmp_path: Path) -> None:
+    """torch.distributed.nn.functional imported under an alias: the calls the
+    plugin cannot type (a note says so) are listed, the typed one is not."""
+    src = tmp_path / "collectives.py"
+    src.write_text(DIST_NN_SOURCE)
+    out = _run(tmp_path, str(src))
+    lines = DIST_NN_SOURCE.splitlines()
+    listed = [int(n) for n in re.findall(r"collectives\.py:(\d+): unchecked call dnnf\.", out)]
+    expected = [i + 1 for i, line in enumerate(lines) if "# unchecked" in line]
+    assert listed == expected, out
+    assert re.search(r"collectives\.py: \S+ typed \(\d+ of \d+ tensor expressions\); 4 unchecked calls", out), out

@@ -28,6 +28,7 @@ of times per run):
   spmd_types.*            spmd_types.HOOKS        (the runtime checker's API, read with our rules)
   no_typecheck, local_map spmd_types_regions.*    (its regions and boundaries; Fn.apply of a
                                                   Function with a typecheck hook)
+  torch.distributed.nn.functional.*  dist_nn.HOOKS  (autograd collectives, read as typed ones)
   DTensor from/to_local   dtensor.*_HOOKS         (placements and gradient placements against SPMD types)
   spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked)
   report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
@@ -324,6 +325,7 @@ FUNCTION_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("spmd_mypy.runtime.api.assert_like",), _feature("layout_vars")),
     ((_mypy.UNTYPED,), _feature("untyped")),
     ((_mypy.RAW_WRITE,), _feature("raw_collectives")),
+    (("torch.distributed.nn.functional.",), _feature("dist_nn", configured=True)),
 )
 METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("megatron.",), _MEGATRON),

@@ -100,6 +100,10 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
                     if _mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None:
                         ops.append((text_of(item), candidates(t)))
             else:
+                copied = _mypy.copied_sequence(expr)
+                if copied is not None:  # torch.cat(list(parts)): the elements of parts
+                    depends_on_site()  # a type the call's key does not hold
+                    typ = _mypy.typed_before(ctx.api, copied)
                 for t in _mypy.element_types(typ):
                     ops.append((text_of(expr), [spmd_of(t)]))
     if receiver and len(ops) == 2 and _mypy.is_operator(ctx.context):

@@ -18,6 +18,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   route_declared  rewrite pass: returns and annotated assignments
   route_items     rewrite pass, part of route_declared: a TypedDict's constructor keywords
   wrap_untyped    rewrite pass: calls torch leaves untyped
+  collective_calls calls of untyped library collectives (torch.distributed.nn.functional)
   spmd_types_tree rewrite pass: spmd_types' asserting statements; reading its arguments
   dtensor_types   DTensors with known placements (PlacedDTensor), the mesh a call names
   spmd_types_regions rewrite pass: spmd_types' no_typecheck regions, local_map and
@@ -88,8 +89,7 @@ from .calls import (
     first_args,
     formal_args,
     formal_groups,
-    forward_as_written,
-    forward_of,
+    forward_as_written, forward_of,
     forward_definition,
     forward_signature,
     note,
@@ -123,7 +123,7 @@ from .carriers import (
 from .expressions import (
     NOT_LITERAL,
     UNRENDERED,
-    call_parts,
+    call_parts, copied_sequence,
     display_items,
     expr_text,
     fullname_of,
@@ -247,6 +247,7 @@ from .partial_sites import declared_partial, source_text, span
 # keeps every `_mypy.x` read off Python's specialised module-attribute path:
 # about 30 million instructions more on bench_scale's 10,000 lines.)
 if TYPE_CHECKING:
+    from .collective_calls import has_star_args, member_fullname, tensor_tuple, with_default_return
     from .signatures import positional_signature, takes_var_args
     from .wrap_untyped import wrap_untyped_calls
     from .spmd_types_tree import dict_entries, enum_value, instance_fullname
@@ -284,6 +285,7 @@ if TYPE_CHECKING:
     )
 
 _FEATURE_NAMES: Dict[str, Tuple[str, ...]] = {
+    "collective_calls": ("has_star_args", "member_fullname", "tensor_tuple", "with_default_return"),
     "signatures": ("positional_signature", "takes_var_args"),
     "wrap_untyped": ("wrap_untyped_calls",),
     "spmd_types_tree": ("dict_entries", "enum_value", "instance_fullname"),
@@ -424,8 +426,7 @@ __all__ = [
     "first_args",
     "formal_args",
     "formal_groups",
-    "forward_as_written",
-    "forward_of",
+    "forward_as_written", "forward_of",
     "forward_definition",
     "forward_signature",
     "note",
@@ -459,7 +460,7 @@ __all__ = [
     "NOT_LITERAL",
     "UNRENDERED",
     "call_parts",
-    "display_items",
+    "display_items", "copied_sequence",
     "expr_text",
     "fullname_of",
     "int_value",
@@ -512,6 +513,8 @@ __all__ = [
     # signatures
     "positional_signature",
     "takes_var_args",
+    # collective_calls
+    "has_star_args", "member_fullname", "tensor_tuple", "with_default_return",
     # rewrite passes and the stub's names
     "route_declared_values",
     "route_in_analyzer",

@@ -419,6 +419,17 @@ def display_items(expr: Expression) -> Optional[List[Expression]]:
     return None
 
 
+def copied_sequence(expr: Expression) -> Optional[Expression]:
+    """`e` of `list(e)` / `tuple(e)`: a copy whose own type mypy infers from the
+    parameter it is passed to (list[Tensor] for torch.cat's), while `e` keeps
+    its element types."""
+    if isinstance(expr, CallExpr) and len(expr.args) == 1 and expr.arg_kinds == [ARG_POS]:
+        callee = expr.callee
+        if isinstance(callee, NameExpr) and callee.fullname in ("builtins.list", "builtins.tuple"):
+            return expr.args[0]
+    return None
+
+
 _CONTEXT_TYPED = (ListExpr, DictExpr, SetExpr, ListComprehension, SetComprehension, DictionaryComprehension)
 
 

@@ -26,7 +26,9 @@ spmd_phantom.raw_write(x, call)` counts as `call`).
 An unchecked call is a call with a typed tensor argument (or a method call on
 a typed tensor) whose result is an untyped tensor or Any: an unannotated
 autograd Function's `.apply`, an unannotated module or third-party function,
-an op the rules cannot type.
+an op the rules cannot type.  So is a call that returns a tuple or list of
+untyped tensors, or takes a typed tensor inside a list or tuple:
+torch.distributed.nn.functional.all_gather over a group that names no axis.
 """
 
 from __future__ import annotations
@@ -48,15 +50,27 @@ from mypy.nodes import (
     Expression,
     ForStmt,
     FuncItem,
+    ListExpr,
     MemberExpr,
     MypyFile,
     NameExpr,
     OperatorAssignmentStmt,
     RefExpr,
     Statement,
+    TupleExpr,
 )
 from mypy.options import Options
-from mypy.types import AnyType, CallableType, Instance, LiteralType, NoneType, Type, UnionType, get_proper_type
+from mypy.types import (
+    AnyType,
+    CallableType,
+    Instance,
+    LiteralType,
+    NoneType,
+    TupleType,
+    Type,
+    UnionType,
+    get_proper_type,
+)
 
 __all__ = ["FileShare", "UncheckedCall", "measure", "build_options", "check"]
 
@@ -69,9 +83,12 @@ _KEYWORD_ITEM = "spmd_phantom.keyword_item"  # `Batch(tokens=keyword_item(xs, Ba
 _RAW_WRITE = "spmd_phantom.raw_write"  # `x = raw_write(x, <raw collective>)`: counts as the call
 
 TYPED, UNTYPED, OTHER = "typed", "untyped", "other"
+_SEQUENCES = ("builtins.tuple", "builtins.list")
 # torch declares these `-> Any` although they return no tensor.
 _NO_TENSOR_METHODS = frozenset({"backward", "register_hook"})
 _NO_TENSOR_MODULES = ("torch.distributed.", "torch.autograd.backward")
+# ... but for its autograd-aware collectives, which return tensors (plugin/dist_nn.py).
+_TENSOR_COLLECTIVES = "torch.distributed.nn.functional."
 
 
 @dataclass(frozen=True)
@@ -218,6 +235,31 @@ def _tensor_args(call: CallExpr, types: Dict[Expression, Type]) -> List[str]:
     return [_tensor_kind(types.get(a)) for a in operands]
 
 
+def _held_kind(typ: Optional[Type]) -> str:
+    """_tensor_kind of a tensor, or of the tensors a tuple or list holds."""
+    p = get_proper_type(typ)
+    if isinstance(p, TupleType) or (isinstance(p, Instance) and p.type.fullname in _SEQUENCES):
+        kinds = {_held_kind(t) for t in (p.items if isinstance(p, TupleType) else p.args)} - {OTHER}
+        return OTHER if not kinds else TYPED if kinds == {TYPED} else UNTYPED
+    return _tensor_kind(typ)
+
+
+def _operand_kind(expr: Expression, types: Dict[Expression, Type]) -> str:
+    """_held_kind of an operand; of a list or tuple display, of its items
+    (passed where no type is expected, mypy types `[x, y]` list[Any])."""
+    if isinstance(expr, (ListExpr, TupleExpr)):
+        kinds = {_operand_kind(item, types) for item in expr.items} - {OTHER}
+        return OTHER if not kinds else TYPED if kinds == {TYPED} else UNTYPED
+    return _held_kind(types.get(expr))
+
+
+def _unchecked_call(call: CallExpr, types: Dict[Expression, Type]) -> bool:
+    """A call that returns untyped tensors (a tensor, or a tuple or list of
+    them) from typed ones (a tensor argument or receiver, or a list of them)."""
+    operands = list(call.args) + ([call.callee.expr] if isinstance(call.callee, MemberExpr) else [])
+    return _held_kind(types.get(call)) == UNTYPED and any(_operand_kind(a, types) == TYPED for a in operands)
+
+
 def _classify(node: Expression, types: Dict[Expression, Type]) -> str:
     typ = types.get(node)
     if typ is None:
@@ -235,7 +277,8 @@ def _may_return_tensor(call: CallExpr, types: Dict[Expression, Type]) -> bool:
     torch.distributed calls)."""
     if isinstance(call.callee, MemberExpr) and call.callee.name in _NO_TENSOR_METHODS:
         return False
-    if _fullname(call.callee).startswith(_NO_TENSOR_MODULES):
+    name = _fullname(call.callee)
+    if name.startswith(_NO_TENSOR_MODULES) and not name.startswith(_TENSOR_COLLECTIVES):
         return False
     callee = get_proper_type(types.get(call.callee))
     if isinstance(callee, CallableType):
@@ -257,8 +300,10 @@ def measure_tree(tree: MypyFile, types: Dict[Expression, Type], path: str) -> Fi
         elif kind == UNTYPED:
             share.untyped += 1
             share.untyped_lines.append(node.line)
-            if isinstance(node, CallExpr) and TYPED in _tensor_args(node, types):
+            if isinstance(node, CallExpr) and (TYPED in _tensor_args(node, types) or _unchecked_call(node, types)):
                 share.unchecked.append(UncheckedCall(node.line, _callee_name(node.callee), str(types[node])))
+        elif isinstance(node, CallExpr) and _unchecked_call(node, types):
+            share.unchecked.append(UncheckedCall(node.line, _callee_name(node.callee), str(types[node])))
     return share
 
 
