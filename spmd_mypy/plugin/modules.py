@@ -155,6 +155,8 @@ def _module_list(ctx: Any) -> _mypy.Type:
     element = _mypy.element_class(ctx.api, ctx.args[0][0])
     if element is None or not mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api)):
         return default  # the stub's class only where the file depends on the stub
+    if not _mypy.assigned_once(ctx.api, ctx.context):
+        return default  # assigned another list in another branch: no one class
     typed = _mypy.phantom_generic(ctx.api, MODULE_LIST_OF, element)
     return typed if typed is not None else default
 
@@ -164,6 +166,8 @@ def _sequential(ctx: Any) -> _mypy.Type:
     default = ctx.default_return_type
     if not mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api)):
         return default  # the stub's class only where the file depends on the stub
+    if not _mypy.assigned_once(ctx.api, ctx.context):
+        return default  # assigned another chain in another branch: torch's type
     typed = _mypy.sequential_of(ctx)
     return typed if typed is not None else default
 
