@@ -325,7 +325,7 @@ FUNCTION_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("spmd_mypy.runtime.api.assert_like",), _feature("layout_vars")),
     ((_mypy.UNTYPED,), _feature("untyped")),
     ((_mypy.RAW_WRITE,), _feature("raw_collectives")),
-    (("torch.distributed.nn.functional.",), _feature("dist_nn", configured=True)),
+    (("torch.distributed.nn.functional.", "torch.distributed._functional_collectives."), _feature("dist_nn", configured=True)),
 )
 METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("megatron.",), _MEGATRON),

@@ -20,6 +20,13 @@ megatron.py's calls do), and its result is a tensor of unknown type
 (SpmdTensor[Any]), which `python -m spmd_mypy.coverage` lists as an
 unchecked call.
 
+torch.distributed._functional_collectives ("funcol") is typed from its own
+rows the same way, with two differences: its reduction op is a string (only
+a literal "sum", in any case, is typed), and its group names an axis only
+when it is a ProcessGroup (a string there is a group's name; a DeviceMesh,
+(mesh, dim) or a list of ranks names no axis): anything else is unchecked.
+funcol.wait_tensor(t) has t's type.
+
 Register: the function-hook table takes HOOKS (keys: the functions' fullnames).
 """
 
@@ -27,7 +34,18 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ..vocab.dist_nn import LIST, MODULE, SPMD_REDUCE_OPS, SUM_OPS, TUPLE, WORLD_GROUPS, Row, by_fullname
+from ..vocab.dist_nn import (
+    FUNCOL_IDENTITY,
+    FUNCOL_MODULE,
+    LIST,
+    SPMD_REDUCE_OPS,
+    SUM_OPS,
+    SUM_STRINGS,
+    TUPLE,
+    WORLD_GROUPS,
+    Row,
+    by_fullname,
+)
 from . import _mypy
 from .callsite import in_spmd_file
 from .carrier import spmd_of
@@ -57,7 +75,7 @@ def _unknown(ctx: Any, row: Row) -> _mypy.Type:
 
 
 def _callee(row: Row) -> str:
-    return f"{MODULE}.{row.name}"
+    return f"{row.module}.{row.name}"
 
 
 def _unchecked(ctx: Any, row: Row, why: str) -> _mypy.Type:
@@ -70,14 +88,24 @@ def _not_sum(ctx: Any, row: Row, axes: Optional[Axes], group_text: Optional[str]
     """Why the call is unchecked when its reduction op is not the sum (the
     default); None for the sum."""
     got = _mypy.formal_args(ctx, row.op) if row.op is not None else []
-    full = _mypy.member_fullname(got[0][0]) if got else None
-    if not got or full in SUM_OPS:
-        return None
-    why = (
-        f"{_callee(row)}: op={_mypy.expr_text(got[0][0])} is not the sum (ReduceOp.SUM): torch's backward "
-        f"reduces the gradient with the same op, which no typed collective does"
-    )
-    spmd_op = SPMD_REDUCE_OPS.get((full or "").rpartition(".")[2])
+    if row.str_op and got:
+        written = _mypy.str_value(got[0][0])
+        if written is not None and written.lower() in SUM_STRINGS:
+            return None
+        why = (
+            f"{_callee(row)}: {row.op}={_mypy.expr_text(got[0][0])} is not the string \"sum\": torch's backward "
+            f"of any other op raises RuntimeError (it supports only 'sum'), and no typed collective reduces with it"
+        )
+        spmd_op = SPMD_REDUCE_OPS.get((written or "").upper())
+    else:
+        full = _mypy.member_fullname(got[0][0]) if got else None
+        if not got or full in SUM_OPS:
+            return None
+        why = (
+            f"{_callee(row)}: op={_mypy.expr_text(got[0][0])} is not the sum (ReduceOp.SUM): torch's backward "
+            f"reduces the gradient with the same op, which no typed collective does"
+        )
+        spmd_op = SPMD_REDUCE_OPS.get((full or "").rpartition(".")[2])
     x = _mypy.formal_args(ctx, row.tensor)
     if spmd_op is None or not x or row.typed is None:
         return why
@@ -102,6 +130,12 @@ def _group(ctx: Any, row: Row) -> Tuple[Optional[Axes], Optional[str], str]:
             )
         return (axes[0] if len(axes) == 1 else tuple(axes)), None, ""
     typ = got[0][1]
+    if row.group_only and not _mypy.is_process_group(typ):
+        return None, None, (
+            f"{_callee(row)} over {_mypy.expr_text(expr)}: only a ProcessGroup of a declared axis names a mesh axis "
+            "here (a DeviceMesh, (mesh, dim), a list of ranks or a group's name names none), so this call is not "
+            'checked. Hint: pass mesh.get_group("tp"), or a group typed Annotated[ProcessGroup, spmd.Axis("tp")]'
+        )
     axis = axis_of(expr, typ, ctx.api)
     if axis is None:
         return None, None, unnamed_axis_message(_callee(row), expr, typ, ctx.api)
@@ -168,4 +202,18 @@ def _hook(row: Row) -> Hook:
     return guarded(lambda ctx: _call(ctx, row), default_return)
 
 
+def _identity(ctx: Any, param: str) -> _mypy.Type:
+    """funcol.wait_tensor(t): t's own type (no collective; its backward is
+    the identity)."""
+    got = _mypy.formal_args(ctx, param)
+    if not in_spmd_file(ctx) or not got or _mypy.has_star_args(ctx):
+        return ctx.default_return_type
+    return got[0][1]
+
+
+def _identity_hook(param: str) -> Hook:
+    return guarded(lambda ctx: _identity(ctx, param), default_return)
+
+
 HOOKS: Dict[str, Hook] = {full: _hook(row) for full, row in by_fullname().items()}
+HOOKS.update({f"{FUNCOL_MODULE}.{name}": _identity_hook(param) for name, param in FUNCOL_IDENTITY.items()})
