@@ -18,12 +18,19 @@ from torch.distributed import ProcessGroup
 _S_co = TypeVar("_S_co", covariant=True)
 _T = TypeVar("_T")
 
+_W = TypeVar("_W", bound=Tensor)
+
 class SpmdTensor(Tensor, Generic[_S_co]):
     # Its own constructor, never called: mypy types an alias of a carrier
     # (`Act = Annotated[Tensor, Spmd(tp=V)]`) as its class object applied to
     # the Literal argument, which over Tensor's overloaded __init__ cost about
     # 100K instructions per alias (bench/HISTORY.md).
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    # funcol's collectives return an AsyncCollectiveTensor, whose wait() is
+    # the value itself: a typed funcol result keeps that method (the plugin
+    # types it as the receiver).  A plain tensor has no wait() at runtime; a
+    # call of it on one is not caught in files that use spmd (README).
+    def wait(self: _W) -> _W: ...
 
 _M_co = TypeVar("_M_co", bound=Module, covariant=True)
 
