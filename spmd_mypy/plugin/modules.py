@@ -34,6 +34,7 @@ from . import _mypy, global_mode, ops, relation
 from .annotations import mentions_spmd
 from .callsite import plain_outside_spmd
 from .carrier import carrier, spmd_of
+from .errors import ALL
 from .guard import default_attr, default_return, guarded
 
 Hook = Callable[[Any], Any]
@@ -184,11 +185,38 @@ def _chained(ctx: Any, chain: List[Any]) -> _mypy.Type:
     expr, typ = given
     seq, value = _mypy.expr_text(callee), _mypy.expr_text(expr)
     for i, module in enumerate(chain):
-        if i:  # the previous module's output
-            value = f"{seq}[{i - 1}]({value})"
-            expr = _mypy.message_expr(value if len(value) <= 120 else f"{seq}[{i - 1}](...)", ctx.context)
-        typ = _through(ctx, module, (expr, typ), f"{seq}[{i}]")
+        if not i:
+            typ = _through(ctx, module, (expr, typ), f"{seq}[0]")
+            continue
+        value = f"{seq}[{i - 1}]({value})"  # the previous module's output, as its messages name it
+        text = value if len(value) <= 120 else f"{seq}[{i - 1}](...)"
+        mark = _mypy.error_mark(ctx.api)
+        typ = _through(ctx, module, (_mypy.message_expr(text, ctx.context), typ), f"{seq}[{i}]")
+        _mypy.reword_since(mark, _CODES, _inside(text, seq, i))
     return typ
+
+
+_CODES = frozenset(code.code for code in ALL)
+
+
+def _inside(text: str, seq: str, i: int) -> Callable[[str], str]:
+    """The messages about `text`, a value inside the nn.Sequential `seq`
+    (naming it, or the forward of module `i`), with a hint no code can
+    apply (a call on `text`) replaced by one in words: the fix goes between
+    two of its modules."""
+
+    label = f'"{seq}[{i}].forward"'
+
+    def reword(message: str) -> str:
+        head = message.partition(". Hint: ")[0]
+        if text not in message and label not in head:
+            return message  # another error held back in the same body
+        return (
+            f"{head}. Hint: this value passes from {seq}[{i - 1}] to {seq}[{i}] inside the nn.Sequential; "
+            f"call the two apart and convert it between them"
+        )
+
+    return reword
 
 
 def _through(ctx: Any, module: Any, given: Tuple[_mypy.Expression, _mypy.Type], name: str) -> _mypy.Type:
