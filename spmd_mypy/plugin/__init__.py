@@ -147,6 +147,8 @@ def _method_hook(fullname: str) -> Optional[Hook]:
         name = fullname[: -len(_UNION_RECEIVER)]
         if name.startswith("__") and " " not in name:
             return ops.op_hook(name, "tensor", True, global_mode.refine_op)
+    if fullname == modules.SEQUENTIAL_OF_CALL:  # the receiver's class names the call
+        return _SEQUENTIAL_CALL
     if fullname.endswith(".__call__") and not _stdlib(fullname):  # mypy's own plugin types functools.partial's
         return _MODULE_CALL
     if fullname.endswith(".forward") and not _stdlib(fullname):
@@ -209,7 +211,13 @@ def _declares_spmd(ctx: Any) -> bool:
 # Typed tensors entering unannotated code: reported with report_untyped = true.
 _MODULE_CALL = guarded(
     configurations.narrow_result(
-        untyped_regions.watch_forward(modules.module_call_hook, modules.watched_forward, "the module", False)
+        untyped_regions.watch_forward(modules.module_call_hook, _mypy.forward_as_written, "the module", False)
+    ),
+    default_return,
+)
+_SEQUENTIAL_CALL = guarded(
+    configurations.narrow_result(
+        untyped_regions.watch_forward(modules.sequential_call_hook, modules.watched_chain, "the module", False)
     ),
     default_return,
 )

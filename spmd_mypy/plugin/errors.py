@@ -50,3 +50,5 @@ ALL = (
     SPMD_SETUP,
     SPMD_COMMS,
 )
+# the codes' names, as mypy's ErrorInfo holds them (rewording filters by these)
+CODES = frozenset(code.code for code in ALL)

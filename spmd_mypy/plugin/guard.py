@@ -26,7 +26,7 @@ from typing import Any, Callable, List, Optional, TypeVar
 
 from ..vocab.aliases import DEFAULT_VOCABULARY, reword
 from . import _mypy
-from .errors import ALL, SPMD_INTERNAL
+from .errors import CODES, SPMD_INTERNAL
 
 T = TypeVar("T")
 
@@ -45,7 +45,6 @@ STRICT = strict_mode()
 
 # The vocabulary messages are reworded into; None: the letters they are written in.
 _VOCABULARY: List[Optional[str]] = [None]
-_CODES = frozenset(code.code for code in ALL)
 
 
 def set_vocabulary(name: str) -> None:
@@ -119,7 +118,7 @@ def _reworded_call(fn: Hook[T], fallback: Hook[T], ctx: Any, api: Any) -> T:
         return _skipped(fn, fallback, ctx, exc)
     finally:
         if vocabulary is not None:
-            _mypy.reword_since(mark, _CODES, _reworded(vocabulary))
+            _mypy.reword_since(mark, CODES, _reworded(vocabulary))
         if configured:
             _name_configuration(api, mark)
 
@@ -133,7 +132,7 @@ def _name_configuration(api: Any, mark: Any) -> None:
         from ..vocab.configurations import in_configuration  # configured code only
 
         config, copy = found
-        _mypy.configure_since(mark, _CODES, lambda message: in_configuration(message, config), copy)
+        _mypy.configure_since(mark, CODES, lambda message: in_configuration(message, config), copy)
 
 
 def skipped_text(fn: Any, exc: BaseException) -> str:

@@ -34,8 +34,9 @@ from . import _mypy, global_mode, ops, relation
 from .annotations import mentions_spmd
 from .callsite import plain_outside_spmd
 from .carrier import carrier, spmd_of
-from .errors import ALL
+from .errors import CODES
 from .guard import default_attr, default_return, guarded
+from .untyped_regions import declares_spmd
 
 Hook = Callable[[Any], Any]
 
@@ -83,13 +84,10 @@ def _functional_forward(
 
 
 def _module_call(ctx: Any) -> _mypy.Type:
-    """`layer(x)`: a module whose forward is a table op's, an nn.Sequential of
-    known modules (_chained), else relation's routing.  A result without an
-    SPMD type, in a file that never mentions spmd, is mypy's own (Any:
-    Module.__call__), as relation's routing gives."""
-    chain = _mypy.chained_modules(ctx.type)
-    if chain is not None:
-        return _chained(ctx, chain)
+    """`layer(x)`: a module whose forward is a table op's, else relation's
+    routing.  A result without an SPMD type, in a file that never mentions
+    spmd, is mypy's own (Any: Module.__call__), as relation's routing gives.
+    An nn.Sequential of known modules has its own hook (sequential_call_hook)."""
     found = _mypy.forward_owner(ctx.type)
     if found is not None and found[0] in FUNCTIONAL_MODULES:
         return plain_outside_spmd(ctx, _functional_forward(ctx, *found))
@@ -173,11 +171,15 @@ def _sequential(ctx: Any) -> _mypy.Type:
     return typed if typed is not None else default
 
 
-def _chained(ctx: Any, chain: List[Any]) -> _mypy.Type:
-    """`seq(x)` of an nn.Sequential of known modules: each module's forward
+def _sequential_call(ctx: Any) -> _mypy.Type:
+    """`seq(x)` of an nn.Sequential of known modules (mypy names the call
+    by the receiver's class: SEQUENTIAL_OF_CALL): each module's forward
     on the result of the one before, checked as a call of it.  A mismatch
     inside is reported at the call, the value named by the expression that
     computes it (`self.seq[0](x)`)."""
+    chain = _mypy.chained_modules(ctx.type)
+    if chain is None:
+        return _module_call(ctx)
     given = _input(ctx)
     callee = getattr(ctx.context, "callee", None)
     if given is None or callee is None or len(_mypy.call_args(ctx)) != 1:
@@ -192,11 +194,8 @@ def _chained(ctx: Any, chain: List[Any]) -> _mypy.Type:
         text = value if len(value) <= 120 else f"{seq}[{i - 1}](...)"
         mark = _mypy.error_mark(ctx.api)
         typ = _through(ctx, module, (_mypy.message_expr(text, ctx.context), typ), f"{seq}[{i}]")
-        _mypy.reword_since(mark, _CODES, _inside(text, seq, i))
+        _mypy.reword_since(mark, CODES, _inside(text, seq, i))
     return typ
-
-
-_CODES = frozenset(code.code for code in ALL)
 
 
 def _inside(text: str, seq: str, i: int) -> Callable[[str], str]:
@@ -228,10 +227,10 @@ def _through(ctx: Any, module: Any, given: Tuple[_mypy.Expression, _mypy.Type], 
     return relation.call_through(ctx, fwd, f"{name}.forward", [(None, *given)])
 
 
-def watched_forward(ctx: Any) -> Optional[_mypy.CallableType]:
-    """The forward report_untyped judges a module call by: the forward as
-    written; for an nn.Sequential of known modules, that of its first module
-    that declares no SPMD types and is no table class (None: all do)."""
+def watched_chain(ctx: Any) -> Optional[_mypy.CallableType]:
+    """The forward report_untyped judges `seq(x)` by: that of the chain's
+    first module that declares no SPMD types and is no table class (None:
+    all do); the forward as written when the receiver is no known chain."""
     chain = _mypy.chained_modules(ctx.type)
     if chain is None:
         return _mypy.forward_as_written(ctx)
@@ -240,8 +239,7 @@ def watched_forward(ctx: Any) -> Optional[_mypy.CallableType]:
         if found is not None and found[0] in FUNCTIONAL_MODULES:
             continue
         sig = _mypy.forward_as_written(ctx, module)
-        types = [e for t in [*sig.arg_types, sig.ret_type] for e in _mypy.element_types(t)] if sig else []
-        if sig is None or not any(spmd_of(t) is not None for t in types):
+        if sig is None or not declares_spmd(sig):
             return sig
     return None
 
@@ -264,6 +262,8 @@ def function_hooks(fallback: Callable[[str], Hook]) -> Dict[str, Hook]:
 # the plugin routes every `.__call__` here, and `.forward` through
 # forward_method_hook.
 module_call_hook = guarded(_module_call, default_return)
+SEQUENTIAL_OF_CALL = f"{_mypy.PHANTOM_MODULE}.SequentialOf.__call__"
+sequential_call_hook = guarded(_sequential_call, default_return)
 
 ATTRIBUTE_HOOKS: Dict[str, Hook] = {
     **{

@@ -21,7 +21,7 @@ from .carrier import spmd_of
 from .config import Settings
 from .errors import SPMD_UNTYPED
 
-__all__ = ["configure", "enabled", "watch_function", "watch_forward"]
+__all__ = ["configure", "declares_spmd", "enabled", "watch_function", "watch_forward"]
 
 Hook = Callable[[Any], _mypy.Type]
 _ON: List[bool] = [False]
@@ -46,7 +46,8 @@ def _typed_argument(ctx: Any) -> Optional[str]:
     return None
 
 
-def _declares_spmd(sig: Optional[_mypy.CallableType]) -> bool:
+def declares_spmd(sig: Optional[_mypy.CallableType]) -> bool:
+    """Whether a parameter or the result of `sig` holds an SPMD type."""
     if sig is None:
         return False
     types = list(sig.arg_types) + [sig.ret_type]
@@ -99,7 +100,7 @@ def watch_forward(
         if not _ON[0]:
             return result
         sig = forward(ctx)  # None: not a module / Function (any other callable object)
-        if sig is not None and not _declares_spmd(sig):
+        if sig is not None and not declares_spmd(sig):
             callee = getattr(ctx.context, "callee", None)
             name = _mypy.expr_text(callee) if callee is not None else "fn"
             how = "annotate the parameters and return of its forward with Annotated[Tensor, Spmd(...)]"

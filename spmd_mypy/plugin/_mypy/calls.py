@@ -123,13 +123,13 @@ def formal_args(ctx: Any, formal: str) -> List[Tuple[Expression, Type]]:
 def forward_signature(ctx: Any) -> Optional[CallableType]:
     """The bound signature of `forward` of the nn.Module subclass being called
     (the first item if forward is overloaded)."""
-    bound = _bound_forward(get_proper_type(ctx.type))
-    return bound.items[0] if bound is not None and bound.items else None
+    return forward_of(get_proper_type(ctx.type))
 
 
-def forward_of(module: Instance) -> Optional[CallableType]:
+def forward_of(module: Any) -> Optional[CallableType]:
     """The bound signature of `forward` of the nn.Module subclass `module`
-    (its first item if overloaded); None if it declares none."""
+    (its first item if overloaded); None if it declares none, or `module`
+    is no module instance."""
     bound = _bound_forward(module)
     return bound.items[0] if bound is not None and bound.items else None
 
@@ -143,7 +143,7 @@ def forward_as_written(ctx: Any, module: Optional[Instance] = None) -> Optional[
     an nn.ModuleDict, a base class) runs a forward nobody knows:
     `(*args: Any, **kwargs: Any) -> Any`.  None when the callee is no module."""
     receiver = get_proper_type(ctx.type) if module is None else module
-    sig = forward_of(receiver) if isinstance(receiver, Instance) else None
+    sig = forward_of(receiver)
     if sig is not None:
         return sig
     node = _forward_node(receiver)
