@@ -30,7 +30,8 @@ of times per run):
                                                   Function with a typecheck hook)
   torch.distributed.nn.functional.*  dist_nn.HOOKS  (autograd collectives, read as typed ones)
   DTensor from/to_local   dtensor.*_HOOKS         (placements and gradient placements against SPMD types)
-  spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked)
+  spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked;
+                                                  the decorator forms: local_map.METHOD_HOOKS)
   report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
   spmd.partitioned.*      partitioned.HOOKS       (PS/PSA conversions; ops.op_hook and the
                           collectives ask partitioned.py about PS/PSA operands)
@@ -339,6 +340,7 @@ METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("megatron.",), _MEGATRON),
     (("spmd_types.",), _feature("spmd_types_regions", "METHOD_HOOKS")),
     ((_DTENSOR_PREFIX, "spmd_phantom.dtensor."), _feature("dtensor", "METHOD_HOOKS", configured=True)),
+    (("spmd_mypy.runtime.global_ops.LocalMapDecorator.", "spmd_mypy.runtime.trusted.TrustedDecorator."), _feature("local_map", "METHOD_HOOKS")),
 )
 
 

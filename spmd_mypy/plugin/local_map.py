@@ -1,5 +1,9 @@
 """spmd.local_map(fn, in_types=..., out_types=...): a local region with declared types;
 spmd.trusted(fn, in_types=..., out_types=...): a trusted boundary (nothing of fn checked).
+Each also as a decorator, `@spmd.local_map(in_types=..., out_types=...)` /
+`@spmd.trusted(...)` above a def: the hook of the decorator's __call__
+retypes the function it decorates the same way (a method's self is not
+counted in in_types).
 
 fn's declared parameters are checked against in_types (each parameter sees
 the local view of its in_types entry) and its declared results against
@@ -9,27 +13,42 @@ the caller sees in_types' and out_types' types (a spec form in global code).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from ..vocab.spec import Spmd, mismatches
 from . import _mypy
 from .annotations import AnnotationError
 from .callsite import one_arg
 from .carrier import carrier, spmd_of
-from .errors import SPMD_ANNOTATION, SPMD_ARG
+from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_UNTYPED
 from .global_mode import GLOBAL_OPS, decode_spmd
 from .guard import default_return, guarded
 
 _mypy.load("signatures")  # the mypy side of this feature (_mypy/__init__.py)
 
+_TRUSTED = "spmd_mypy.runtime.trusted.trusted"
 
-def _types_arg(ctx: Any, formal: str) -> Tuple[bool, List[Optional[Spmd]], bool]:
+
+class _Declared(NamedTuple):
+    """What a boundary declaration says: the function it retypes (its
+    signature and how messages name it), the in_types= and out_types=
+    expressions, and how many leading parameters the declaration skips (a
+    decorated method's self)."""
+
+    sig: _mypy.CallableType
+    name: str
+    in_types: Optional[_mypy.Expression]
+    out_types: Optional[_mypy.Expression]
+    skip: int
+    context: _mypy.Context  # where its errors go: the call, or the decorator
+
+
+def _types_arg(ctx: Any, expr: Optional[_mypy.Expression]) -> Tuple[bool, List[Optional[Spmd]], bool]:
     """(given, the Spmd per item, whether it was a tuple) of in_types= / out_types=."""
-    got = one_arg(ctx, formal)
-    if got is None:
+    if expr is None:
         return False, [], False
-    items = _mypy.display_items(got[0])
-    exprs = items if items is not None else [got[0]]
+    items = _mypy.display_items(expr)
+    exprs = items if items is not None else [expr]
     out: List[Optional[Spmd]] = []
     for e in exprs:
         if _mypy.literal_value(e) is None:
@@ -39,31 +58,86 @@ def _types_arg(ctx: Any, formal: str) -> Tuple[bool, List[Optional[Spmd]], bool]
     return True, out, items is not None
 
 
+def _called(ctx: Any) -> Optional[_Declared]:
+    """The declaration of the call form, `spmd.local_map(fn, in_types=..., out_types=...)`."""
+    fn = one_arg(ctx, "fn")
+    sig = _mypy.callable_of(fn[1]) if fn is not None else None
+    if fn is None or sig is None:
+        return None
+    given = {name: one_arg(ctx, name) for name in ("in_types", "out_types")}
+    exprs = {name: got[0] if got is not None else None for name, got in given.items()}
+    return _Declared(sig, _mypy.expr_text(fn[0]), exprs["in_types"], exprs["out_types"], 0, ctx.context)
+
+
+def _decorating(ctx: Any, names: Tuple[str, ...]) -> Optional[_Declared]:
+    """The declaration of the decorator form, `@spmd.local_map(in_types=...,
+    out_types=...)` above a def: the decorator's call (ctx is its __call__
+    on the function)."""
+    call = _mypy.decorator_call(ctx.context, names)
+    sig = _mypy.callable_of(ctx.arg_types[0][0]) if ctx.arg_types and ctx.arg_types[0] else None
+    if call is None or sig is None:
+        return None
+    name, method = _mypy.decorated_function(ctx.context)
+    in_types, out_types = (_mypy.keyword_arg(call, k) for k in ("in_types", "out_types"))
+    return _Declared(sig, name, in_types, out_types, 1 if method else 0, call)
+
+
 def _local_map(ctx: Any) -> _mypy.Type:
-    return _retyped(ctx, check=True)
+    declared = _called(ctx)
+    return ctx.default_return_type if declared is None else _retyped(ctx, declared, check=True)
 
 
 def _trusted(ctx: Any) -> _mypy.Type:
     """spmd.trusted(fn, in_types=..., out_types=...): retyped, nothing of fn checked."""
-    return _retyped(ctx, check=False)
+    declared = _called(ctx)
+    return ctx.default_return_type if declared is None else _retyped(ctx, declared, check=False)
 
 
-def _retyped(ctx: Any, check: bool) -> _mypy.Type:
-    """fn's signature retyped by in_types/out_types; with `check`, fn's own
-    declared parameters and results are checked against them (local_map)."""
+def _on_class(ctx: Any, what: str) -> bool:
+    """Whether the decorator is applied to a class, which it leaves as it is
+    for the checker: then a note says so (an autograd Function's .apply stays
+    unchecked unless declared in the call form)."""
+    cls = _mypy.decorated_class(ctx.context)
+    if cls is None:
+        return False
+    _mypy.note(
+        ctx.api,
+        f"unchecked: @spmd.{what}(...) on the class {cls} does not retype {cls}.apply for the checker; "
+        f"declare the call form instead: spmd.{what}({cls}.apply, in_types=..., out_types=...)",
+        ctx.context,
+        SPMD_UNTYPED,
+    )
+    return True
+
+
+def _local_map_decorator(ctx: Any) -> _mypy.Type:
+    if _on_class(ctx, "local_map"):
+        return ctx.default_return_type
+    declared = _decorating(ctx, (GLOBAL_OPS + "local_map",))
+    return ctx.default_return_type if declared is None else _retyped(ctx, declared, check=True)
+
+
+def _trusted_decorator(ctx: Any) -> _mypy.Type:
+    if _on_class(ctx, "trusted"):
+        return ctx.default_return_type
+    declared = _decorating(ctx, (_TRUSTED,))
+    return ctx.default_return_type if declared is None else _retyped(ctx, declared, check=False)
+
+
+def _retyped(ctx: Any, declared: _Declared, check: bool) -> _mypy.Type:
+    """The declared function's signature retyped by in_types/out_types; with
+    `check`, its own declared parameters and results are checked against
+    them (local_map)."""
     default = ctx.default_return_type
-    fn = one_arg(ctx, "fn")
-    sig = _mypy.callable_of(fn[1]) if fn is not None else None
-    if sig is None:
-        return default
+    sig, skip = declared.sig, declared.skip
     try:
-        has_in, ins, _ = _types_arg(ctx, "in_types")
-        has_out, outs, out_tuple = _types_arg(ctx, "out_types")
+        has_in, ins, _ = _types_arg(ctx, declared.in_types)
+        has_out, outs, out_tuple = _types_arg(ctx, declared.out_types)
     except AnnotationError as e:
-        ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
+        ctx.api.fail(f"Malformed SPMD annotation: {e}", declared.context, code=SPMD_ANNOTATION)
         return default
     arg_types = list(sig.arg_types)
-    if not check and has_in and _mypy.takes_var_args(sig) and sig.arg_types:
+    if not check and has_in and _mypy.takes_var_args(sig) and sig.arg_types and not skip:
         # Fn.apply(*args: Any) -> Any: one positional parameter per in_types
         # entry (a tensor, or the var-arg's type for None), a tensor result
         tensor, rest = _mypy.plain_tensor(ctx.api), sig.arg_types[0]
@@ -71,22 +145,22 @@ def _retyped(ctx: Any, check: bool) -> _mypy.Type:
         single = has_out and not out_tuple and bool(outs) and outs[0] is not None
         sig = _mypy.positional_signature(sig, arg_types, tensor if single else sig.ret_type)
     for i, t in enumerate(ins):
-        if t is not None and i < len(arg_types):
-            want = spmd_of(arg_types[i]) if check else None
+        if t is not None and i + skip < len(arg_types):
+            want = spmd_of(arg_types[i + skip]) if check else None
             if want is not None:  # fn's parameter sees the local view of in_types
                 for a, g, w in mismatches(t, want):
                     _mypy.fail(
                         ctx.api,
                         f"spmd.local_map: in_types[{i}] is {g} on axis {a!r}, but "
-                        f"{_mypy.expr_text(fn[0]) if fn else 'fn'}'s parameter {i + 1} is {w} there",
-                        ctx.context,
+                        f"{declared.name}'s parameter {i + 1} is {w} there",
+                        declared.context,
                         SPMD_ARG,
                     )
-            arg_types[i] = _mypy.replace_tensors(arg_types[i], carrier(ctx.api, t))
+            arg_types[i + skip] = _mypy.replace_tensors(arg_types[i + skip], carrier(ctx.api, t))
     ret = sig.ret_type
     if has_out:
         if check:
-            _check_local_map_outputs(ctx, fn[0] if fn else None, ret, outs, out_tuple)
+            _check_local_map_outputs(ctx, declared, ret, outs, out_tuple)
         items = _mypy.tuple_items(ret)
         if out_tuple and items is not None and len(items) == len(outs):
             ret = _mypy.with_tuple_items(
@@ -98,12 +172,11 @@ def _retyped(ctx: Any, check: bool) -> _mypy.Type:
             )
         elif not out_tuple and outs and outs[0] is not None:
             ret = _mypy.replace_tensors(ret, carrier(ctx.api, outs[0]))
-    del has_in
     return _mypy.with_signature(sig, arg_types, ret)
 
 
 def _check_local_map_outputs(
-    ctx: Any, fn: Any, ret: _mypy.Type, outs: List[Optional[Spmd]], out_tuple: bool
+    ctx: Any, declared: _Declared, ret: _mypy.Type, outs: List[Optional[Spmd]], out_tuple: bool
 ) -> None:
     """What fn declares it returns must fit out_types, per axis: the body's
     local result is what the caller receives with out_types' type."""
@@ -112,7 +185,7 @@ def _check_local_map_outputs(
         items = [ret]  # out_types=(Spmd(...),) for a single result
     if items is None or len(items) != len(outs):
         return
-    name = _mypy.expr_text(fn) if fn is not None else "fn"
+    name = declared.name
     for i, (item, want) in enumerate(zip(items, outs)):
         got = spmd_of(item)
         if got is None or want is None:
@@ -124,12 +197,17 @@ def _check_local_map_outputs(
                 f"spmd.local_map: {name} returns {g} on axis {a!r}"
                 + (f" (result {i})" if len(items) > 1 else "")
                 + f", but {where} declares {w} there. Hint: make {where} say {g}, or convert in {name}",
-                ctx.context,
+                declared.context,
                 SPMD_ARG,
             )
 
 
 HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
     GLOBAL_OPS + "local_map": guarded(_local_map, default_return),
-    "spmd_mypy.runtime.trusted.trusted": guarded(_trusted, default_return),
+    _TRUSTED: guarded(_trusted, default_return),
+}
+# the decorator forms: the __call__ of what the call without fn returns
+METHOD_HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
+    GLOBAL_OPS + "LocalMapDecorator.__call__": guarded(_local_map_decorator, default_return),
+    "spmd_mypy.runtime.trusted.TrustedDecorator.__call__": guarded(_trusted_decorator, default_return),
 }

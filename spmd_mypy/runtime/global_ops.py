@@ -27,7 +27,7 @@ return the function's behaviour and signature unchanged.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar, Union, overload
+from typing import Any, Callable, Optional, Protocol, Sequence, Tuple, TypeVar, Union, overload
 
 import torch
 from torch import Tensor
@@ -37,7 +37,7 @@ from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, is_sub_axis, parse_axis_ref
 from .mesh import current_mesh
 
-__all__ = ["matmul", "einsum", "linear", "sum", "mean", "global_spmd", "local_map"]
+__all__ = ["matmul", "einsum", "linear", "sum", "mean", "global_spmd", "local_map", "LocalMapDecorator"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Axes = Union[str, Tuple[str, ...]]
@@ -185,6 +185,14 @@ def _check_types(name: str, types: TypesArg) -> None:
             )
 
 
+class LocalMapDecorator(Protocol):
+    """What `local_map(in_types=..., out_types=...)` without fn returns: the
+    decorator.  The checker retypes the function it decorates by the
+    declared types and checks its own against them (spmd_mypy/plugin/local_map.py)."""
+
+    def __call__(self, fn: F, /) -> F: ...
+
+
 @overload
 def local_map(fn: F, *, in_types: TypesArg = ..., out_types: TypesArg = ...) -> F: ...
 
@@ -192,7 +200,7 @@ def local_map(fn: F, *, in_types: TypesArg = ..., out_types: TypesArg = ...) -> 
 @overload
 def local_map(
     fn: None = None, *, in_types: TypesArg = ..., out_types: TypesArg = ...
-) -> Callable[[F], F]: ...
+) -> LocalMapDecorator: ...
 
 
 def local_map(fn: Optional[F] = None, *, in_types: TypesArg = None, out_types: TypesArg = None) -> Any:

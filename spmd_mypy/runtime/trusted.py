@@ -4,23 +4,35 @@
                                   in_types=(Spmd(tp=I), None), out_types=Spmd(tp=R))
     fused = spmd.trusted(flash_attn_func, in_types=(...), out_types=Spmd(tp=V))
 
+    @spmd.trusted(in_types=(Spmd(tp=V),), out_types=Spmd(tp=V))
+    def fused_attention(q: Tensor) -> Tensor: ...
+
 The checker types a call of the result by in_types (each positional
-argument; None for a non-tensor) and out_types (the result, or a tuple of
-results), and checks nothing inside fn: the declaration is trusted, as the
-name says.  At runtime the call goes straight to fn.
+argument; None for a non-tensor; a decorated method's self is not counted)
+and out_types (the result, or a tuple of results), and checks nothing
+inside fn: the declaration is trusted, as the name says.  At runtime the
+call goes straight to fn.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, Tuple, TypeVar, Union, overload
+from typing import Any, Callable, Optional, Protocol, Tuple, TypeVar, Union, overload
 
 from ..vocab.spec import Spmd
 
-__all__ = ["trusted"]
+__all__ = ["TrustedDecorator", "trusted"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 TypesArg = Union[None, Spmd, Tuple[Optional[Spmd], ...]]
+
+
+class TrustedDecorator(Protocol):
+    """What `trusted(in_types=..., out_types=...)` without fn returns: the
+    decorator.  The checker retypes the function it decorates by the
+    declared types (spmd_mypy/plugin/local_map.py)."""
+
+    def __call__(self, fn: F, /) -> F: ...
 
 
 def _check(name: str, value: object) -> None:
@@ -34,7 +46,7 @@ def trusted(fn: F, *, in_types: TypesArg = ..., out_types: TypesArg = ...) -> F:
 
 
 @overload
-def trusted(fn: None = None, *, in_types: TypesArg = ..., out_types: TypesArg = ...) -> Callable[[F], F]: ...
+def trusted(fn: None = None, *, in_types: TypesArg = ..., out_types: TypesArg = ...) -> TrustedDecorator: ...
 
 
 def trusted(fn: Optional[F] = None, *, in_types: TypesArg = None, out_types: TypesArg = None) -> Any:

@@ -249,7 +249,7 @@ from .partial_sites import declared_partial, source_text, span
 # about 30 million instructions more on bench_scale's 10,000 lines.)
 if TYPE_CHECKING:
     from .collective_calls import has_star_args, member_fullname, tensor_tuple, with_default_return
-    from .signatures import positional_signature, takes_var_args
+    from .signatures import decorated_class, decorated_function, positional_signature, takes_var_args
     from .wrap_untyped import wrap_untyped_calls
     from .spmd_types_tree import dict_entries, enum_value, instance_fullname
     from .spmd_types_rules import (
@@ -287,7 +287,8 @@ if TYPE_CHECKING:
 
 _FEATURE_NAMES: Dict[str, Tuple[str, ...]] = {
     "collective_calls": ("has_star_args", "member_fullname", "tensor_tuple", "with_default_return"),
-    "signatures": ("positional_signature", "takes_var_args"),
+    "signatures": ("positional_signature", "takes_var_args", "decorator_call", "decorated_function",
+                   "decorated_class", "keyword_arg"),
     "wrap_untyped": ("wrap_untyped_calls",),
     "spmd_types_tree": ("dict_entries", "enum_value", "instance_fullname"),
     "spmd_types_rules": (
@@ -513,7 +514,7 @@ __all__ = [
     "relax_group",
     # signatures
     "positional_signature",
-    "takes_var_args",
+    "takes_var_args", "decorated_function", "decorated_class",
     # collective_calls
     "has_star_args", "member_fullname", "tensor_tuple", "with_default_return",
     # rewrite passes and the stub's names

@@ -1,11 +1,15 @@
-"""Building call signatures from declared types (spmd.trusted's call form)."""
+"""Building call signatures from declared types (spmd.trusted and
+spmd.local_map, in the call form and the decorator form), and finding a
+decorator's declaration on the function it decorates."""
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional, Tuple
 
-from mypy.nodes import ARG_POS
+from mypy.nodes import ARG_POS, CallExpr, ClassDef, Decorator, RefExpr
 from mypy.types import CallableType, Type
+
+from .typecheck_hooks import keyword_arg  # noqa: F401  (bound in _mypy by load("signatures"))
 
 
 def positional_signature(sig: CallableType, arg_types: List[Type], ret_type: Type) -> CallableType:
@@ -21,3 +25,27 @@ def positional_signature(sig: CallableType, arg_types: List[Type], ret_type: Typ
 
 def takes_var_args(sig: CallableType) -> bool:
     return sig.is_var_arg or sig.is_kw_arg
+
+
+def decorator_call(context: object, names: Tuple[str, ...]) -> Optional[CallExpr]:
+    """The call of one of the functions `names` among a decorated function's
+    decorators (the context mypy gives the decorator's `__call__`)."""
+    if not isinstance(context, Decorator):
+        return None
+    for d in context.decorators:
+        if isinstance(d, CallExpr) and isinstance(d.callee, RefExpr) and d.callee.fullname in names:
+            return d
+    return None
+
+
+def decorated_function(context: Decorator) -> Tuple[str, bool]:
+    """(the name, whether it is a method taking self or cls first) of the
+    function a decorator is applied to."""
+    func = context.func
+    return func.name, bool(func.info) and not func.is_static
+
+
+def decorated_class(context: object) -> Optional[str]:
+    """The name of the class a class decorator is applied to (the context
+    mypy gives its `__call__`), else None."""
+    return context.name if isinstance(context, ClassDef) else None

@@ -28,7 +28,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set
 
 from mypy.nodes import (
     ARG_NAMED,
@@ -56,7 +56,6 @@ from mypy.nodes import (
     NameExpr,
     OpExpr,
     OverloadedFuncDef,
-    RefExpr,
     ReturnStmt,
     Statement,
     StrExpr,
@@ -67,6 +66,7 @@ from mypy.nodes import (
 )
 from mypy.treetransform import TransformVisitor
 
+from .signatures import decorator_call  # noqa: F401  (the spmd_types_regions feature reads it here)
 from .spmd_types_rules import wrap_rule_returns
 from .typecheck_hooks import (  # noqa: F401  (Asserted, remember_hooks, typecheck_hooks_of: re-exported)
     HOOK_NAMES,
@@ -451,17 +451,6 @@ def rewrite_regions(tree: MypyFile, stmts: List[Statement]) -> None:
         return
     _ensure_import(tree, names)
     _block(tree, Block(stmts), names)
-
-
-def decorator_call(context: object, names: Tuple[str, ...]) -> Optional[CallExpr]:
-    """The `spmd_types.<name>(...)` call among a decorated function's decorators
-    (the context mypy gives the decorator's `__call__`)."""
-    if not isinstance(context, Decorator):
-        return None
-    for d in context.decorators:
-        if isinstance(d, CallExpr) and isinstance(d.callee, RefExpr) and d.callee.fullname in names:
-            return d
-    return None
 
 
 def tuple_display(expr: Expression) -> Optional[List[Expression]]:
