@@ -101,6 +101,9 @@ def forward_method_hook(fallback: Hook) -> Hook:
         found = _mypy.forward_owner(ctx.type)
         if found is not None and found[0] in FUNCTIONAL_MODULES:
             return _functional_forward(ctx, *found)
+        chain = _mypy.chained_modules(ctx.type)
+        if chain is not None:  # seq.forward(x) of a known nn.Sequential: as seq(x)
+            return _chain_call(ctx, chain, getattr(getattr(ctx.context, "callee", None), "expr", None))
         return fallback(ctx)
 
     return guarded(hook, default_return)
@@ -180,8 +183,13 @@ def _sequential_call(ctx: Any) -> _mypy.Type:
     chain = _mypy.chained_modules(ctx.type)
     if chain is None:
         return _module_call(ctx)
+    return _chain_call(ctx, chain, getattr(ctx.context, "callee", None))
+
+
+def _chain_call(ctx: Any, chain: List[Any], callee: Optional[_mypy.Expression]) -> _mypy.Type:
+    """The call of the nn.Sequential `callee` (its expression) on one tensor:
+    the chain's forwards in order, each checked as a call."""
     given = _input(ctx)
-    callee = getattr(ctx.context, "callee", None)
     if given is None or callee is None or len(_mypy.call_args(ctx)) != 1:
         return ctx.default_return_type
     expr, typ = given
