@@ -156,7 +156,7 @@ def _retyped(ctx: Any, declared: _Declared, check: bool) -> _mypy.Type:
                         declared.context,
                         SPMD_ARG,
                     )
-            arg_types[i + skip] = _mypy.replace_tensors(arg_types[i + skip], carrier(ctx.api, t))
+            arg_types[i + skip] = _declared_as(ctx, arg_types[i + skip], t)
     ret = sig.ret_type
     if has_out:
         if check:
@@ -171,8 +171,15 @@ def _retyped(ctx: Any, declared: _Declared, check: bool) -> _mypy.Type:
                 ],
             )
         elif not out_tuple and outs and outs[0] is not None:
-            ret = _mypy.replace_tensors(ret, carrier(ctx.api, outs[0]))
+            ret = _declared_as(ctx, ret, outs[0])
     return _mypy.with_signature(sig, arg_types, ret)
+
+
+def _declared_as(ctx: Any, typ: _mypy.Type, spmd: Spmd) -> _mypy.Type:
+    """`typ` with its tensors of the declared type; a parameter or result
+    written without annotation (Any) is the declared tensor."""
+    declared = carrier(ctx.api, spmd)
+    return declared if _mypy.is_any(typ) else _mypy.replace_tensors(typ, declared)
 
 
 def _check_local_map_outputs(

@@ -9,6 +9,7 @@ from typing import List, Optional, Tuple
 from mypy.nodes import ARG_POS, CallExpr, ClassDef, Decorator, RefExpr
 from mypy.types import CallableType, Type
 
+from .expressions import expr_text
 from .typecheck_hooks import keyword_arg  # noqa: F401  (bound in _mypy by load("signatures"))
 
 
@@ -28,21 +29,33 @@ def takes_var_args(sig: CallableType) -> bool:
 
 
 def decorator_call(context: object, names: Tuple[str, ...]) -> Optional[CallExpr]:
-    """The call of one of the functions `names` among a decorated function's
-    decorators (the context mypy gives the decorator's `__call__`)."""
+    """The call of one of the functions `names` that made the decorator
+    being applied: among a decorated function's decorators (the context
+    mypy gives the decorator's `__call__`), or called at once
+    (`spmd.trusted(in_types=...)(fn)`)."""
+    if isinstance(context, CallExpr) and _calls(context.callee, names):
+        return context.callee  # type: ignore[return-value]
     if not isinstance(context, Decorator):
         return None
     for d in context.decorators:
-        if isinstance(d, CallExpr) and isinstance(d.callee, RefExpr) and d.callee.fullname in names:
-            return d
+        if _calls(d, names):
+            return d  # type: ignore[return-value]
     return None
 
 
-def decorated_function(context: Decorator) -> Tuple[str, bool]:
+def _calls(expr: object, names: Tuple[str, ...]) -> bool:
+    return isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in names
+
+
+def decorated_function(context: object) -> Tuple[str, bool]:
     """(the name, whether it is a method taking self or cls first) of the
-    function a decorator is applied to."""
-    func = context.func
-    return func.name, bool(func.info) and not func.is_static
+    function a decorator is applied to: the decorated def, or the argument
+    of a decorator called at once."""
+    if isinstance(context, Decorator):
+        func = context.func
+        return func.name, bool(func.info) and not func.is_static
+    args = getattr(context, "args", None)
+    return (expr_text(args[0]) if args else "fn"), False
 
 
 def decorated_class(context: object) -> Optional[str]:
