@@ -18,7 +18,11 @@ declarations, their inherited forward, module lists and named-tuple results.
 - `nn.ModuleList([Block(...) for ...])` of one module class is, in a file
   that uses spmd, `spmd_phantom.ModuleListOf[Block]`: a ModuleList whose
   iteration and int indexing give Block, so `for layer in self.layers:
-  layer(x)` is routed to Block.forward.
+  layer(x)` is routed to Block.forward.  So is `nn.ModuleList()` filled by
+  `append(Block(...))`, and `nn.ModuleDict()` filled by `d[key] =
+  Block(...)` is `ModuleDictOf[Block]` (its values, items and `d[key]`),
+  when every write in the class's methods puts in that one class
+  (_mypy.written_modules).
 - `.values` / `.indices` of torch.return_types named tuples (max, min, topk,
   sort, kthvalue, ...) are the tuple's items as the op hook typed them;
   indices carry no gradient.
@@ -150,16 +154,36 @@ def _field(index: int, nograd: bool) -> Hook:
 
 
 def _module_list(ctx: Any) -> _mypy.Type:
-    """nn.ModuleList(modules) of one module class: ModuleListOf[that class]."""
+    """nn.ModuleList(modules) of one module class, or nn.ModuleList() filled
+    with one class by append/insert/item writes: ModuleListOf[that class]."""
+    return _one_class(ctx, MODULE_LIST_OF)
+
+
+def _module_dict(ctx: Any) -> _mypy.Type:
+    """nn.ModuleDict({...}) of one module class, or nn.ModuleDict() filled by
+    `d[key] = Block(...)`: ModuleDictOf[that class]."""
+    return _one_class(ctx, MODULE_DICT_OF)
+
+
+def _one_class(ctx: Any, phantom: str) -> _mypy.Type:
+    """The container constructor's type `phantom`[M] when every module given
+    to it and written into its target afterwards is of the one class M."""
     default = ctx.default_return_type
-    if not ctx.args or not ctx.args[0]:
+    given = ctx.args[0] if ctx.args and ctx.args[0] else []
+    element = _mypy.element_class(ctx.api, given[0]) if given else None
+    if given and element is None:
         return default
-    element = _mypy.element_class(ctx.api, ctx.args[0][0])
-    if element is None or not mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api)):
+    if not mentions_spmd(_mypy.checker_path(ctx.api), _mypy.check_owner(ctx.api)):
         return default  # the stub's class only where the file depends on the stub
     if not _mypy.assigned_once(ctx.api, ctx.context):
         return default  # assigned another list in another branch: no one class
-    typed = _mypy.phantom_generic(ctx.api, MODULE_LIST_OF, element)
+    written = _mypy.written_modules(ctx.api, ctx.context)
+    if written is None:
+        return default  # filled some other way (extend, update, ...): no one class known
+    classes = [element, *written] if element is not None else written
+    if not classes or any(c.type is not classes[0].type for c in classes):
+        return default
+    typed = _mypy.phantom_generic(ctx.api, phantom, classes[0])
     return typed if typed is not None else default
 
 
@@ -254,14 +278,18 @@ def watched_chain(ctx: Any) -> Optional[_mypy.CallableType]:
 
 MODULE_LIST = "torch.nn.modules.container.ModuleList"
 MODULE_LIST_OF = "ModuleListOf"
+MODULE_DICT = "torch.nn.modules.container.ModuleDict"
+MODULE_DICT_OF = "ModuleDictOf"
 _SHORT = {fullname.rpartition(".")[2]: fullname for fullname in FUNCTIONAL_MODULES}
 
 
 def function_hooks(fallback: Callable[[str], Hook]) -> Dict[str, Hook]:
-    """`super().forward(x)` of a table class, and ModuleList's constructor.
+    """`super().forward(x)` of a table class, and the constructors of
+    ModuleList, ModuleDict and Sequential.
     `fallback(name)` is the hook the plugin gives a user callee of that name."""
     table = {f"forward of {short}": _super_forward(fallback(f"forward of {short}")) for short in _SHORT}
     table[MODULE_LIST] = guarded(_module_list, default_return)
+    table[MODULE_DICT] = guarded(_module_dict, default_return)
     table[_mypy.SEQUENTIAL] = guarded(_sequential, default_return)
     return table
 

@@ -154,7 +154,7 @@ from .members import (
     super_forward_owner,
     without_none,
 )
-from .assignments import assigned_once
+from .assignments import assigned_once, written_modules
 from .overrides import ignore_carrier_overrides, ignore_unknown_result_overrides
 from .region_errors import any_region, on_first_region, region_errors_dropped, region_lines
 from .reword import error_mark, reword_since
@@ -485,7 +485,7 @@ __all__ = [
     "element_class",
     "member",
     "module_class",
-    "SEQUENTIAL", "chained_modules", "message_expr", "sequential_of", "assigned_once",
+    "SEQUENTIAL", "chained_modules", "message_expr", "sequential_of", "assigned_once", "written_modules",
     "named_result",
     "op_call",
     "receiver_expr",

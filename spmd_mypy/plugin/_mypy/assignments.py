@@ -6,7 +6,13 @@ B())` -> SequentialOf[Tuple[A, B]]) give a type no other value fits: where
 the same attribute or name is assigned another list of modules in another
 branch (`if flag: self.mlp = nn.Sequential(A()) else: self.mlp =
 nn.Sequential(B())`), mypy would report the second assignment.  Such a
-target keeps torch's plain type (modules.py asks here first)."""
+target keeps torch's plain type (modules.py asks here first).
+
+A container made empty (`nn.ModuleList()`, `nn.ModuleDict()`) and filled
+afterwards (`self.layers.append(Block(...))`, `self.layers[str(i)] =
+Block(...)`, torchtitan's way) keeps its elements' class only when every
+write of the class's methods puts in a module of one class
+(written_modules); any other way of filling it keeps torch's type."""
 
 from __future__ import annotations
 
@@ -15,15 +21,22 @@ from typing import Any, Callable, Iterator, List, Optional
 from mypy.nodes import (
     AssignmentStmt,
     Block,
+    CallExpr,
     Decorator,
     Expression,
+    ExpressionStmt,
     FuncDef,
+    IndexExpr,
     MemberExpr,
     NameExpr,
+    OperatorAssignmentStmt,
     OverloadedFuncDef,
+    RefExpr,
     Statement,
     TupleExpr,
+    TypeInfo,
 )
+from mypy.types import AnyType, Instance, TypeOfAny, get_proper_type
 
 from .tree import flat_statements
 
@@ -44,7 +57,7 @@ def assigned_once(api: Any, value: Expression) -> bool:
     if isinstance(target, NameExpr):
         return _count(fn.body, lambda t: isinstance(t, NameExpr) and t.name == target.name) == 1
     if isinstance(target, MemberExpr) and isinstance(target.expr, NameExpr) and target.expr.name == "self":
-        info = scope.active_class()
+        info = fn.info or None  # the class of a method (active_class is None inside one)
         bodies = list(_method_bodies(info.defn.defs.body)) if info is not None else [fn.body]
         name = target.name
 
@@ -53,6 +66,89 @@ def assigned_once(api: Any, value: Expression) -> bool:
 
         return sum(_count(body, same) for body in bodies) == 1
     return True
+
+
+def written_modules(api: Any, value: Expression) -> Optional[List[Instance]]:
+    """For `target = value` in the function the checker is in, the modules
+    written into target by the statements of every method of its class (of
+    that function, for a name): `target[k] = M(...)`, `target.append(M(...))`,
+    `target.insert(i, M(...))`, each M a module class or a function declared
+    to return one.  None when target is filled any other way (extend,
+    update, add_module, `+=`, a value of no known class) or is neither a
+    name nor `self.<name>`."""
+    scope = getattr(api, "scope", None)
+    fn = scope.current_function() if scope is not None else None
+    if not isinstance(fn, FuncDef):
+        return None
+    target = _target_of(fn.body, value)
+    if isinstance(target, NameExpr):
+        bodies, same = [fn.body], _same_name(target.name)
+    elif isinstance(target, MemberExpr) and isinstance(target.expr, NameExpr) and target.expr.name == "self":
+        info = fn.info or None  # the class of a method (active_class is None inside one)
+        bodies = list(_method_bodies(info.defn.defs.body)) if info is not None else [fn.body]
+        same = _same_attribute(target.name)
+    else:
+        return None
+    found: List[Instance] = []
+    for body in bodies:
+        for stmt in flat_statements(body):
+            written = _written(stmt, same)
+            if written is None:
+                return None
+            found += written
+    return found
+
+
+def _written(stmt: Statement, same: Callable[[Expression], bool]) -> Optional[List[Instance]]:
+    """The modules `stmt` writes into the container `same` matches (None:
+    a write of another form, or of a value of no known module class)."""
+    values: List[Expression] = []
+    if isinstance(stmt, AssignmentStmt):
+        values = [stmt.rvalue for t in stmt.lvalues if isinstance(t, IndexExpr) and same(t.base)]
+    elif isinstance(stmt, OperatorAssignmentStmt) and same(stmt.lvalue):
+        return None
+    elif isinstance(stmt, ExpressionStmt) and isinstance(stmt.expr, CallExpr):
+        callee = stmt.expr.callee
+        if isinstance(callee, MemberExpr) and same(callee.expr):
+            if callee.name in _READS:
+                return []
+            if callee.name not in _PUTS or len(stmt.expr.args) != _PUTS[callee.name]:
+                return None
+            values = [stmt.expr.args[-1]]
+    classes = [_made_module(v) for v in values]
+    return None if any(c is None for c in classes) else classes  # type: ignore[return-value]
+
+
+# the container methods that put one module in (their number of arguments), and those that write none
+_PUTS = {"append": 1, "insert": 2}
+_READS = frozenset({"pop", "clear", "keys", "values", "items", "__getitem__", "__len__", "__contains__", "train", "eval", "to", "cuda", "apply", "requires_grad_", "zero_grad"})
+_MODULE = "torch.nn.modules.module.Module"
+
+
+def _made_module(value: Expression) -> Optional[Instance]:
+    """The module class `value` makes: a call of a module class, or of a
+    function declared to return a module instance; None for anything else."""
+    callee = value.callee if isinstance(value, CallExpr) else None
+    node = callee.node if isinstance(callee, RefExpr) else None
+    if isinstance(node, Decorator):
+        node = node.func
+    if isinstance(node, TypeInfo):
+        found: Any = Instance(node, [AnyType(TypeOfAny.special_form)] * len(node.defn.type_vars))
+    elif isinstance(node, FuncDef) and node.type is not None:
+        found = get_proper_type(getattr(node.type, "ret_type", None))
+    else:
+        return None
+    if not isinstance(found, Instance) or found.type.fullname == _MODULE or not found.type.has_base(_MODULE):
+        return None
+    return found
+
+
+def _same_name(name: str) -> Callable[[Expression], bool]:
+    return lambda t: isinstance(t, NameExpr) and t.name == name
+
+
+def _same_attribute(name: str) -> Callable[[Expression], bool]:
+    return lambda t: isinstance(t, MemberExpr) and isinstance(t.expr, NameExpr) and t.expr.name == "self" and t.name == name
 
 
 def _target_of(body: Block, value: Expression) -> Optional[Expression]:

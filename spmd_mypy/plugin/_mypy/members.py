@@ -11,6 +11,8 @@ from mypy.nodes import (
     ARG_POS,
     Context,
     Expression,
+    DictExpr,
+    DictionaryComprehension,
     GeneratorExpr,
     ListComprehension,
     ListExpr,
@@ -163,14 +165,19 @@ def module_class(typ: Optional[Type]) -> Optional[Instance]:
 
 def element_class(api: Any, expr: Expression) -> Optional[Instance]:
     """The one module class of the elements of a list display or
-    comprehension `expr` (their own types: the list's is joined in the
-    context of the parameter, Iterable[Module])."""
+    comprehension `expr`, or of the values of a dict display or
+    comprehension (their own types: the list's is joined in the context of
+    the parameter, Iterable[Module])."""
     if isinstance(expr, ListComprehension):
         expr = expr.generator
     if isinstance(expr, GeneratorExpr):
         items = [expr.left_expr]
+    elif isinstance(expr, DictionaryComprehension):
+        items = [expr.value]
     elif isinstance(expr, (ListExpr, TupleExpr)) and expr.items:
         items = list(expr.items)
+    elif isinstance(expr, DictExpr) and expr.items:
+        items = [value for _, value in expr.items]
     else:
         return None
     classes = [module_class(typed_before(api, item)) for item in items]

@@ -139,8 +139,10 @@ def function_hooks(info: TypeInfo) -> Optional[HookInfo]:
 def remember_hooks(api: Any) -> None:
     """Inside a Function's forward (its module being checked): read its hook
     now, while its body is whole."""
-    info = api.scope.active_class() if hasattr(api, "scope") else None
-    if isinstance(info, TypeInfo):
+    scope = getattr(api, "scope", None)
+    func = scope.current_function() if scope is not None else None
+    info = func.info if func is not None else None  # active_class() is None inside a method
+    if isinstance(info, TypeInfo) and info:
         function_hooks(info)
 
 

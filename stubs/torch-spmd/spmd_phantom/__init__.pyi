@@ -9,10 +9,10 @@
 # strings (spmd_mypy.vocab.spec).  SpmdTensor[Any] is a tensor of unknown
 # SPMD type.  Pyright and other checkers without plugins see a plain Tensor.
 
-from typing import Any, Generic, Iterator, NamedTuple, TypeVar, overload
+from typing import Any, Generic, ItemsView, Iterator, NamedTuple, TypeVar, ValuesView, overload
 
 from torch import Tensor
-from torch.nn import Module, ModuleList, Sequential
+from torch.nn import Module, ModuleDict, ModuleList, Sequential
 from torch.distributed import ProcessGroup
 
 _S_co = TypeVar("_S_co", covariant=True)
@@ -34,14 +34,22 @@ class SpmdTensor(Tensor, Generic[_S_co]):
 
 _M_co = TypeVar("_M_co", bound=Module, covariant=True)
 
-# nn.ModuleList(modules) of one module class, in files that use spmd (see
-# spmd_mypy/plugin/modules.py): iteration and int indexing give that class.
+# nn.ModuleList of one module class (given at construction or appended, in
+# files that use spmd; see spmd_mypy/plugin/modules.py): iteration and int
+# indexing give that class.
 class ModuleListOf(ModuleList, Generic[_M_co]):
     def __iter__(self) -> Iterator[_M_co]: ...
     @overload
     def __getitem__(self, idx: slice) -> ModuleListOf[_M_co]: ...
     @overload
     def __getitem__(self, idx: int) -> _M_co: ...
+# nn.ModuleDict of one module class (given at construction or written as
+# `d[key] = Block(...)`, in files that use spmd): its values are that class.
+class ModuleDictOf(ModuleDict, Generic[_M_co]):
+    def __getitem__(self, key: str) -> _M_co: ...
+    def pop(self, key: str) -> _M_co: ...
+    def items(self) -> ItemsView[str, _M_co]: ...
+    def values(self) -> ValuesView[_M_co]: ...
 # nn.Sequential(m1, m2, ...) of module instances, in files that use spmd (see
 # spmd_mypy/plugin/modules.py): SequentialOf[Tuple[M1, M2, ...]], whose call
 # runs M1's forward, then M2's on its result, and so on.
