@@ -139,6 +139,29 @@ class Block(nn.Module):
         return self.down(h)
 
 
+class Stack(nn.Module):
+    def __init__(self, d: int, n: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleDict()
+        for i in range(n):
+            self.layers[str(i)] = Block(d)
+        self.extra = nn.ModuleList()
+        self.extra.append(Block(d))
+
+    def forward(self, x: Annotated[Tensor, Spmd(tp=I)]) -> Annotated[Tensor, Spmd(tp=I)]:
+        for layer in self.layers.values():
+            x = layer(x)
+        for block in self.extra:
+            x = block(x)
+        return x
+
+
+class FlashAttention(nn.Module):
+    @spmd.trusted(in_types=(Spmd(tp=V),), out_types=Spmd(tp=V))
+    def forward(self, q: Tensor) -> Tensor:
+        return q
+
+
 class Square(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, x: Annotated[Tensor, Spmd(tp=R)]) -> Annotated[Tensor, Spmd(tp=R)]:
@@ -173,6 +196,11 @@ def traced(fn: Callable[..., Any]) -> Callable[..., Any]:
 @traced
 def decorated(x: Annotated[Tensor, Spmd(dp=S(0))]) -> Annotated[Tensor, Spmd(dp=S(0))]:
     return x * 2
+
+
+@spmd.trusted(in_types=(Spmd(tp=I), None), out_types=Spmd(tp=P))
+def fused_kernel(x: Tensor, scale: float) -> Tensor:
+    return x * scale
 
 
 @functools.lru_cache(maxsize=None)
