@@ -26,6 +26,7 @@ from .guard import default_return, guarded
 
 _mypy.load("signatures")  # the mypy side of this feature (_mypy/__init__.py)
 
+_LOCAL_MAP = GLOBAL_OPS + "local_map"
 _TRUSTED = "spmd_mypy.runtime.trusted.trusted"
 
 
@@ -69,28 +70,23 @@ def _called(ctx: Any) -> Optional[_Declared]:
     return _Declared(sig, _mypy.expr_text(fn[0]), exprs["in_types"], exprs["out_types"], 0, ctx.context)
 
 
-def _decorating(ctx: Any, names: Tuple[str, ...]) -> Optional[_Declared]:
-    """The declaration of the decorator form, `@spmd.local_map(in_types=...,
-    out_types=...)` above a def: the decorator's call (ctx is its __call__
-    on the function)."""
-    call = _mypy.decorator_call(ctx.context, names)
-    sig = _mypy.callable_of(ctx.arg_types[0][0]) if ctx.arg_types and ctx.arg_types[0] else None
-    if call is None or sig is None:
-        return None
-    name, method = _mypy.decorated_function(ctx.context)
-    in_types, out_types = (_mypy.keyword_arg(call, k) for k in ("in_types", "out_types"))
-    return _Declared(sig, name, in_types, out_types, 1 if method else 0, call)
+def _decorating(name: str, what: str) -> Callable[[Any], Optional[_Declared]]:
+    """The declaration of the decorator form, `@spmd.<what>(in_types=...,
+    out_types=...)` above a def (ctx is the __call__ of what the call of
+    `name` without fn returns, on the def); on a class, a note instead."""
 
+    def found(ctx: Any) -> Optional[_Declared]:
+        if _on_class(ctx, what):
+            return None
+        call = _mypy.decorator_call(ctx.context, (name,))
+        sig = _mypy.callable_of(ctx.arg_types[0][0]) if ctx.arg_types and ctx.arg_types[0] else None
+        if call is None or sig is None:
+            return None
+        function, method = _mypy.decorated_function(ctx.context)
+        in_types, out_types = (_mypy.keyword_arg(call, k) for k in ("in_types", "out_types"))
+        return _Declared(sig, function, in_types, out_types, 1 if method else 0, call)
 
-def _local_map(ctx: Any) -> _mypy.Type:
-    declared = _called(ctx)
-    return ctx.default_return_type if declared is None else _retyped(ctx, declared, check=True)
-
-
-def _trusted(ctx: Any) -> _mypy.Type:
-    """spmd.trusted(fn, in_types=..., out_types=...): retyped, nothing of fn checked."""
-    declared = _called(ctx)
-    return ctx.default_return_type if declared is None else _retyped(ctx, declared, check=False)
+    return found
 
 
 def _on_class(ctx: Any, what: str) -> bool:
@@ -110,18 +106,16 @@ def _on_class(ctx: Any, what: str) -> bool:
     return True
 
 
-def _local_map_decorator(ctx: Any) -> _mypy.Type:
-    if _on_class(ctx, "local_map"):
-        return ctx.default_return_type
-    declared = _decorating(ctx, (GLOBAL_OPS + "local_map",))
-    return ctx.default_return_type if declared is None else _retyped(ctx, declared, check=True)
+def _boundary(declaration: Callable[[Any], Optional[_Declared]], check: bool) -> Callable[[Any], _mypy.Type]:
+    """The hook of one form of a declaration: local_map's (`check`: fn's own
+    types checked against the declared ones) or trusted's (nothing of fn
+    checked)."""
 
+    def hook(ctx: Any) -> _mypy.Type:
+        declared = declaration(ctx)
+        return ctx.default_return_type if declared is None else _retyped(ctx, declared, check)
 
-def _trusted_decorator(ctx: Any) -> _mypy.Type:
-    if _on_class(ctx, "trusted"):
-        return ctx.default_return_type
-    declared = _decorating(ctx, (_TRUSTED,))
-    return ctx.default_return_type if declared is None else _retyped(ctx, declared, check=False)
+    return hook
 
 
 def _retyped(ctx: Any, declared: _Declared, check: bool) -> _mypy.Type:
@@ -210,11 +204,15 @@ def _check_local_map_outputs(
 
 
 HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
-    GLOBAL_OPS + "local_map": guarded(_local_map, default_return),
-    _TRUSTED: guarded(_trusted, default_return),
+    _LOCAL_MAP: guarded(_boundary(_called, check=True), default_return),
+    _TRUSTED: guarded(_boundary(_called, check=False), default_return),
 }
 # the decorator forms: the __call__ of what the call without fn returns
 METHOD_HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
-    GLOBAL_OPS + "LocalMapDecorator.__call__": guarded(_local_map_decorator, default_return),
-    "spmd_mypy.runtime.trusted.TrustedDecorator.__call__": guarded(_trusted_decorator, default_return),
+    GLOBAL_OPS + "LocalMapDecorator.__call__": guarded(
+        _boundary(_decorating(_LOCAL_MAP, "local_map"), check=True), default_return
+    ),
+    "spmd_mypy.runtime.trusted.TrustedDecorator.__call__": guarded(
+        _boundary(_decorating(_TRUSTED, "trusted"), check=False), default_return
+    ),
 }
