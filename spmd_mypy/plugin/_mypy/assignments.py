@@ -74,12 +74,13 @@ def written_modules(api: Any, value: Expression) -> Optional[List[Instance]]:
     that function, for a name): `target[k] = M(...)`, `target.append(M(...))`,
     `target.insert(i, M(...))`, each M a module class or a function declared
     to return one.  None when target is filled any other way (extend,
-    update, add_module, `+=`, a value of no known class) or is neither a
-    name nor `self.<name>`."""
+    update, add_module, `+=`, a value of no known class).  Writes are not
+    looked for (none found) where `value` is assigned to nothing, to
+    another target than a name or `self.<name>`, or at module level."""
     scope = getattr(api, "scope", None)
     fn = scope.current_function() if scope is not None else None
     if not isinstance(fn, FuncDef):
-        return None
+        return []
     target = _target_of(fn.body, value)
     if isinstance(target, NameExpr):
         bodies, same = [fn.body], _same_name(target.name)
@@ -88,7 +89,7 @@ def written_modules(api: Any, value: Expression) -> Optional[List[Instance]]:
         bodies = list(_method_bodies(info.defn.defs.body)) if info is not None else [fn.body]
         same = _same_attribute(target.name)
     else:
-        return None
+        return []
     found: List[Instance] = []
     for body in bodies:
         for stmt in flat_statements(body):
