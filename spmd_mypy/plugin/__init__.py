@@ -442,6 +442,7 @@ class SpmdPlugin(_mypy.Plugin):
         for name in _mypy.ANNOTATED:
             own = functools.partial(self._without_hook, name)
             self._types[name] = guarded(reading.annotated_hook(settings, own), own)
+        self._types[_mypy.ALIAS_VALUE] = guarded(reading.alias_value_hook(settings), _mypy.alias_value_in_analyzer)
         # a flag declared by @spmd.configurations: hooks already built for its name wrapped
         _mypy.on_new_flag(configurations.with_flags(self._functions, configurations.flag_function))
         _mypy.on_new_flag(configurations.with_flags(self._methods, configurations.flag_function))
@@ -542,6 +543,8 @@ class SpmdPlugin(_mypy.Plugin):
         # every run: the hooks are read from the bodies, which mypy's cache
         # does not keep, and a module applying the Functions elsewhere would
         # else find them unread in a warm run where a cold run types them.
+        # So is a module whose alias values the rewrite wrapped (only a parse
+        # that asks get_additional_deps wraps them: _mypy/alias_values.py).
         if not ctx.is_check and ctx.id in self._hook_modules:
             return {**data, "checked_each_run": True}
         return data
@@ -561,7 +564,8 @@ class SpmdPlugin(_mypy.Plugin):
             wanted = untyped_function if facts.untyped else None
             # the passes the file's bytes can need
             needed = (facts.raw_dist, facts.spmd_types, facts.configured)
-            guarded(lambda tree: _mypy.route_declared_values(tree, wanted, *needed), nothing)(file)
+            if guarded(lambda tree: _mypy.route_declared_values(tree, wanted, *needed), nothing)(file):
+                self._hook_modules.add(file.fullname)  # an alias's value wrapped: parsed anew each run
             dtensor = facts.raw_dist and _mypy.imports_dtensor(file)  # the imports name torch.distributed
             placed = [(10, _mypy.DTENSOR_MODULE, -1)] if dtensor else []
             return [(10, _mypy.PHANTOM_MODULE, -1), *placed]

@@ -230,6 +230,26 @@ def annotated_hook(
     return hook
 
 
+def alias_value_hook(settings: Settings) -> Callable[[_mypy.AnalyzeTypeContext], _mypy.Type]:
+    """The type-analyze hook of `AliasValue[X]`, the wrapper the rewrite puts
+    around the first argument of an `Annotated[X, Spmd(...)]` in an alias's
+    value when X is not written Tensor or Parameter (_mypy/alias_values.py):
+    the metadata at X's position read as annotated_hook reads it (an alias
+    of Tensor or Parameter gives the carrier, anything else an error)."""
+    checks = bool(settings.mesh or settings.axes)
+
+    def hook(ctx: _mypy.AnalyzeTypeContext) -> _mypy.Type:
+        inner, first = _mypy.alias_value_argument(ctx)
+        tree = _mypy.analysis_owner(ctx)
+        found = _first_look(ctx, tree) if first is not None else None
+        meta = found[1].get(first[1]) if found is not None and first is not None else None
+        if found is None or first is None or meta is None:
+            return inner
+        return _beside_other(ctx, inner, first[0], meta, tree, found[0].global_code, settings, checks)
+
+    return hook
+
+
 def _beside_other(
     ctx: _mypy.AnalyzeTypeContext,
     inner: _mypy.Type,

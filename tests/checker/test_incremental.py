@@ -524,3 +524,37 @@ def test_daemon_reads_an_edited_function_hook_in_another_module(tmp_path: Path) 
         assert reveals(second)[0] == "\"spmd_phantom.SpmdTensor[Literal['tp=P']]\"", second.stdout + second.stderr
     finally:
         _run(dmypy + ["stop"], proj)
+
+
+ALIAS_VALUES = '''\
+from typing import Annotated
+import torch
+from spmd_mypy import Spmd, R, V
+from dep import helper
+
+TensorT = torch.Tensor
+Count = Annotated[int, Spmd(tp=R)]
+Act = Annotated[TensorT, Spmd(tp=V)]
+
+def f(x: Act) -> None:
+    reveal_type(x)
+    helper()
+'''
+
+
+def test_alias_values_read_again_when_a_dependency_changes(tmp_path: Path) -> None:
+    """An Spmd(...) beside an alias of Tensor or a non-tensor in an alias's
+    value is read by a rewrite before analysis; a module that mypy re-parses
+    because a dependency's interface changed gets the same verdict as a cold
+    run, and so does the run after it (the module is parsed anew each run)."""
+    proj = _project(tmp_path)
+    (proj / "model.py").write_text(ALIAS_VALUES)
+    (proj / "dep.py").write_text("def helper() -> int:\n    return 1\n")
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "model.py", "dep.py"]
+    runs = [_run(mypy, proj)]
+    _edit(proj / "dep.py", "def helper() -> str:\n    return 'a'\n")
+    runs += [_run(mypy, proj), _run(mypy, proj)]
+    for out in runs:
+        assert [e.split(":")[1] for e in _errors(out)] == ["7"], out.stdout + out.stderr
+        assert "annotates int" in out.stdout
+        assert "Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=V']]\"" in out.stdout, out.stdout

@@ -59,6 +59,7 @@ from mypy.plugin import (
 from mypy.types import CallableType, Type
 
 from .annotated import ANNOTATED, annotated_inner, bare_first, read_class
+from .alias_values import ALIAS_VALUE, alias_value_argument, alias_value_in_analyzer
 from .analyzer import (
     alias_holding_carrier,
     alias_reference,
@@ -316,14 +317,8 @@ def load(*modules: str) -> None:
                 globals()[name] = getattr(found, name)
 
 __all__ = [
-    "load",
-    "MODULE_SCOPE",
-    "bodies_not_checked_yet",
-    "call_position",
-    "checker_identity",
-    "checking_function",
-    "named_function",
-    "from_cache",
+    "load", "MODULE_SCOPE", "bodies_not_checked_yet", "call_position", "checker_identity", "checking_function",
+    "named_function", "from_cache",
     # call_keys, op_calls
     "call_key",
     "error_watch",
@@ -441,6 +436,7 @@ __all__ = [
     "TENSOR",
     "CHECKPOINT", "PARTIAL", "checkpointed", "given_function", "identity_decorator", "mypys_partial", "partial_parts",
     "ANNOTATED", "annotated_inner", "bare_first", "read_class",
+    "ALIAS_VALUE", "alias_value_argument", "alias_value_in_analyzer",
     "PARAMETER",
     "analysis_owner",
     "carried",

@@ -25,6 +25,7 @@ from mypy.nodes import (
 )
 from mypy.plugin import AnalyzeTypeContext
 
+from .alias_values import wrap_alias_values
 from .configurations import mark_configured
 from .raw_writes import retype_raw_writes
 from .route_declared import route_declared
@@ -73,9 +74,12 @@ def route_declared_values(
     raw_writes: bool = True,
     spmd_types: bool = True,
     configured: bool = True,
-) -> None:
+) -> bool:
     """Rewrite returns and annotated assignments of `tree` (route_declared), and,
     given `untyped`, the calls whose callee it names (wrap_untyped_calls).
+    True when it wrapped an alias's value (alias_values.py): a rewrite that
+    only this pass makes, before analysis, so the module must be parsed
+    anew on every run (the analyzer's pass comes too late for aliases).
 
     The other passes run unless the caller knows from the file's bytes that
     they find nothing: `raw_writes` (the file names torch.distributed),
@@ -84,7 +88,7 @@ def route_declared_values(
     rewrite interrupted by an unexpected node never leaves a call to an
     unbound name."""
     if not isinstance(tree, MypyFile) or tree.is_stub or not tree.defs:
-        return
+        return False
     if not _imports_phantom(tree):
         imp = Import([(PHANTOM_MODULE, PHANTOM_ALIAS)])
         at = 0
@@ -95,6 +99,7 @@ def route_declared_values(
         tree.defs.insert(at, imp)
         tree.imports.append(imp)
     route_declared(tree.defs, _constructors(tree))
+    wrapped = wrap_alias_values(tree.defs)
     if spmd_types:
         _refine_asserts(tree)
     if raw_writes:
@@ -104,6 +109,7 @@ def route_declared_values(
     if configured:
         mark_configured(tree.defs)
     _ROUTED[tree.path] = (tree, None)
+    return wrapped
 
 
 def _imports_phantom(tree: MypyFile) -> bool:

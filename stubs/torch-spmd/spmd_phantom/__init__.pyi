@@ -54,6 +54,10 @@ class ModuleDictOf(ModuleDict, Generic[_M_co]):
 # spmd_mypy/plugin/modules.py): SequentialOf[Tuple[M1, M2, ...]], whose call
 # runs M1's forward, then M2's on its result, and so on.
 class SequentialOf(Sequential, Generic[_S_co]): ...
+# `Annotated[AliasValue[X], Spmd(...)]`: the rewrite of an alias's value whose
+# Spmd(...) sits beside a name X other than Tensor (plugin/_mypy/alias_values.py);
+# its type-analyze hook gives the carrier or X itself, never this class.
+class AliasValue(Generic[_T]): ...
 # A ProcessGroup that stands for a mesh axis: AxisGroup[Literal["tp"]] for
 # `Annotated[ProcessGroup, spmd.Axis("tp")]` (axes of a flattened group joined
 # by commas, "dp,tp").  The plugin reads the axis of a collective's group
