@@ -25,7 +25,7 @@ from typing import List, Optional, Tuple
 
 from mypy.nodes import AssignmentStmt, CallExpr, ClassDef, Expression, IndexExpr, MemberExpr, NameExpr, OpExpr, Statement, TupleExpr
 from mypy.plugin import AnalyzeTypeContext
-from mypy.types import Type, UnboundType
+from mypy.types import AnyType, Type, TypeOfAny, UnboundType
 
 from .tree import PHANTOM_ALIAS, PHANTOM_MODULE, sub_blocks
 
@@ -83,13 +83,15 @@ def _last_name(expr: Optional[Expression]) -> Optional[str]:
 
 def alias_value_argument(ctx: AnalyzeTypeContext) -> Tuple[Type, Optional[Tuple[str, Tuple[int, int]]]]:
     """For `AliasValue[X]`: X analysed, and X's name and position when X is a bare name."""
-    first = ctx.type.args[0]
-    inner = ctx.api.analyze_type(first)
-    if first.__class__ is not UnboundType or first.args:  # type: ignore[attr-defined]
+    inner = alias_value_in_analyzer(ctx)
+    first = ctx.type.args[0] if len(ctx.type.args) == 1 else None
+    if first.__class__ is not UnboundType or first.args:  # type: ignore[union-attr]
         return inner, None
-    return inner, (first.name, (first.line, first.column))  # type: ignore[attr-defined]
+    return inner, (first.name, (first.line, first.column))  # type: ignore[union-attr]
 
 
 def alias_value_in_analyzer(ctx: AnalyzeTypeContext) -> Type:
-    """X analysed, as mypy reads the value without the wrapper."""
-    return ctx.api.analyze_type(ctx.type.args[0])
+    """X analysed, as mypy reads the value without the wrapper (Any for an
+    AliasValue not written by the rewrite, with other than one argument)."""
+    args = ctx.type.args
+    return ctx.api.analyze_type(args[0]) if len(args) == 1 else AnyType(TypeOfAny.from_error)
