@@ -340,7 +340,10 @@ METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("megatron.",), _MEGATRON),
     (("spmd_types.",), _feature("spmd_types_regions", "METHOD_HOOKS")),
     ((_DTENSOR_PREFIX, "spmd_phantom.dtensor."), _feature("dtensor", "METHOD_HOOKS", configured=True)),
-    (("spmd_mypy.runtime.global_ops.LocalMapDecorator.", "spmd_mypy.runtime.trusted.TrustedDecorator."), _feature("local_map", "METHOD_HOOKS")),
+    (
+        ("spmd_mypy.runtime.global_ops.LocalMapDecorator.", "spmd_mypy.runtime.trusted.TrustedDecorator."),
+        _feature("local_map", "METHOD_HOOKS"),
+    ),
 )
 
 
@@ -384,7 +387,9 @@ class SpmdPlugin(_mypy.Plugin):
         self._version = _rules_version()
         settings = self.settings
         self._config_data = {"rules": self._version, **settings.as_data()}
-        self._hook_modules: Set[str] = set()  # modules defining typecheck hooks (report_config_data)
+        # modules mypy checks on every run: they define typecheck hooks, or
+        # the rewrite wrapped an alias's value (report_config_data)
+        self._each_run: Set[str] = set()
         set_vocabulary(settings.vocabulary)  # messages in the user's words (guard.py)
         comms.configure(settings)
         global_mode.configure(settings)
@@ -545,7 +550,7 @@ class SpmdPlugin(_mypy.Plugin):
         # else find them unread in a warm run where a cold run types them.
         # So is a module whose alias values the rewrite wrapped (only a parse
         # that asks get_additional_deps wraps them: _mypy/alias_values.py).
-        if not ctx.is_check and ctx.id in self._hook_modules:
+        if not ctx.is_check and ctx.id in self._each_run:
             return {**data, "checked_each_run": True}
         return data
 
@@ -555,9 +560,9 @@ class SpmdPlugin(_mypy.Plugin):
         path = getattr(file, "path", None)
         facts = look(path, file)  # the tree is the owner: the analyzer's look at it needs no stat
         if facts.hooks and path is not None and path.endswith(".py"):  # a stub has no bodies to read
-            self._hook_modules.add(file.fullname)
+            self._each_run.add(file.fullname)
         else:
-            self._hook_modules.discard(file.fullname)  # a daemon edit removed them
+            self._each_run.discard(file.fullname)  # a daemon edit removed them
         if facts.uses:
             if facts.comms:
                 comm_sites.note_file(path)  # spmd.reveal_comms: the sites are wanted
@@ -565,7 +570,7 @@ class SpmdPlugin(_mypy.Plugin):
             # the passes the file's bytes can need
             needed = (facts.raw_dist, facts.spmd_types, facts.configured)
             if guarded(lambda tree: _mypy.route_declared_values(tree, wanted, *needed), nothing)(file):
-                self._hook_modules.add(file.fullname)  # an alias's value wrapped: parsed anew each run
+                self._each_run.add(file.fullname)  # an alias's value wrapped: parsed anew each run
             dtensor = facts.raw_dist and _mypy.imports_dtensor(file)  # the imports name torch.distributed
             placed = [(10, _mypy.DTENSOR_MODULE, -1)] if dtensor else []
             return [(10, _mypy.PHANTOM_MODULE, -1), *placed]
