@@ -23,7 +23,20 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from mypy.nodes import AssignmentStmt, CallExpr, ClassDef, Expression, IndexExpr, MemberExpr, NameExpr, OpExpr, Statement, TupleExpr
+from mypy.nodes import (
+    AssignmentStmt,
+    CallExpr,
+    ClassDef,
+    Expression,
+    IfStmt,
+    IndexExpr,
+    MemberExpr,
+    NameExpr,
+    OpExpr,
+    Statement,
+    TryStmt,
+    TupleExpr,
+)
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import AnyType, Type, TypeOfAny, UnboundType
 
@@ -40,12 +53,14 @@ def wrap_alias_values(stmts: List[Statement]) -> bool:
     Parameter.  True when one was wrapped."""
     wrapped = False
     for stmt in stmts:
-        if isinstance(stmt, ClassDef):
-            wrapped = wrap_alias_values(stmt.defs.body) or wrapped
-        elif isinstance(stmt, AssignmentStmt):
-            if len(stmt.lvalues) == 1 and isinstance(stmt.lvalues[0], NameExpr):
-                wrapped = _wrap(stmt.rvalue) or wrapped
-        else:
+        kind = stmt.__class__  # most statements are defs and imports: one identity test each
+        if kind is AssignmentStmt:
+            rvalue = stmt.rvalue  # type: ignore[attr-defined]
+            if rvalue.__class__ is IndexExpr or rvalue.__class__ is OpExpr:
+                wrapped = _wrap(rvalue) or wrapped
+        elif kind is ClassDef:
+            wrapped = wrap_alias_values(stmt.defs.body) or wrapped  # type: ignore[attr-defined]
+        elif kind is IfStmt or kind is TryStmt:
             for block in sub_blocks(stmt):
                 wrapped = wrap_alias_values(block.body) or wrapped
     return wrapped
