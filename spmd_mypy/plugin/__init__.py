@@ -387,9 +387,7 @@ class SpmdPlugin(_mypy.Plugin):
         self._version = _rules_version()
         settings = self.settings
         self._config_data = {"rules": self._version, **settings.as_data()}
-        # modules mypy checks on every run: they define typecheck hooks, or
-        # the rewrite wrapped an alias's value (report_config_data)
-        self._each_run: Set[str] = set()
+        self._each_run: Set[str] = set()  # modules mypy checks every run (report_config_data)
         set_vocabulary(settings.vocabulary)  # messages in the user's words (guard.py)
         comms.configure(settings)
         global_mode.configure(settings)
