@@ -16,7 +16,7 @@ write of the class's methods puts in a module of one class
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from mypy.nodes import (
     AssignmentStmt,
@@ -38,6 +38,7 @@ from mypy.nodes import (
 )
 from mypy.types import AnyType, Instance, TypeOfAny, get_proper_type
 
+from .members import module_class
 from .tree import flat_statements
 
 
@@ -47,25 +48,11 @@ def assigned_once(api: Any, value: Expression) -> bool:
     attribute `self.<name>`, in every method of its class.  True when
     `value` is assigned to nothing (an argument, a return) or to anything
     else, and at module level."""
-    scope = getattr(api, "scope", None)
-    if scope is None:
+    scanned = _scope_of_target(api, value)
+    if scanned is None:
         return True
-    fn = scope.current_function()
-    if not isinstance(fn, FuncDef):
-        return True
-    target = _target_of(fn.body, value)
-    if isinstance(target, NameExpr):
-        return _count(fn.body, lambda t: isinstance(t, NameExpr) and t.name == target.name) == 1
-    if isinstance(target, MemberExpr) and isinstance(target.expr, NameExpr) and target.expr.name == "self":
-        info = fn.info or None  # the class of a method (active_class is None inside one)
-        bodies = list(_method_bodies(info.defn.defs.body)) if info is not None else [fn.body]
-        name = target.name
-
-        def same(t: Expression) -> bool:
-            return isinstance(t, MemberExpr) and isinstance(t.expr, NameExpr) and t.expr.name == "self" and t.name == name
-
-        return sum(_count(body, same) for body in bodies) == 1
-    return True
+    bodies, same = scanned
+    return sum(_count(body, same) for body in bodies) == 1
 
 
 def written_modules(api: Any, value: Expression) -> Optional[List[Instance]]:
@@ -77,19 +64,10 @@ def written_modules(api: Any, value: Expression) -> Optional[List[Instance]]:
     update, add_module, `+=`, a value of no known class).  Writes are not
     looked for (none found) where `value` is assigned to nothing, to
     another target than a name or `self.<name>`, or at module level."""
-    scope = getattr(api, "scope", None)
-    fn = scope.current_function() if scope is not None else None
-    if not isinstance(fn, FuncDef):
+    scanned = _scope_of_target(api, value)
+    if scanned is None:
         return []
-    target = _target_of(fn.body, value)
-    if isinstance(target, NameExpr):
-        bodies, same = [fn.body], _same_name(target.name)
-    elif isinstance(target, MemberExpr) and isinstance(target.expr, NameExpr) and target.expr.name == "self":
-        info = fn.info or None  # the class of a method (active_class is None inside one)
-        bodies = list(_method_bodies(info.defn.defs.body)) if info is not None else [fn.body]
-        same = _same_attribute(target.name)
-    else:
-        return []
+    bodies, same = scanned
     found: List[Instance] = []
     for body in bodies:
         for stmt in flat_statements(body):
@@ -98,6 +76,25 @@ def written_modules(api: Any, value: Expression) -> Optional[List[Instance]]:
                 return None
             found += written
     return found
+
+
+def _scope_of_target(api: Any, value: Expression) -> Optional[Tuple[List[Block], Callable[[Expression], bool]]]:
+    """For `target = value` in the function the checker is in, the bodies
+    where target can be written and what matches it: a name, in that
+    function; `self.<name>`, in every method of its class.  None where
+    `value` is assigned to nothing, to another target, or at module level."""
+    scope = getattr(api, "scope", None)
+    fn = scope.current_function() if scope is not None else None
+    if not isinstance(fn, FuncDef):
+        return None
+    target = _target_of(fn.body, value)
+    if isinstance(target, NameExpr):
+        return [fn.body], _same_name(target.name)
+    if isinstance(target, MemberExpr) and isinstance(target.expr, NameExpr) and target.expr.name == "self":
+        info = fn.info or None  # the class of a method (active_class is None inside one)
+        bodies = list(_method_bodies(info.defn.defs.body)) if info is not None else [fn.body]
+        return bodies, _same_attribute(target.name)
+    return None
 
 
 def _written(stmt: Statement, same: Callable[[Expression], bool]) -> Optional[List[Instance]]:
@@ -123,7 +120,6 @@ def _written(stmt: Statement, same: Callable[[Expression], bool]) -> Optional[Li
 # the container methods that put one module in (their number of arguments), and those that write none
 _PUTS = {"append": 1, "insert": 2}
 _READS = frozenset({"pop", "clear", "keys", "values", "items", "__getitem__", "__len__", "__contains__", "train", "eval", "to", "cuda", "apply", "requires_grad_", "zero_grad"})
-_MODULE = "torch.nn.modules.module.Module"
 
 
 def _made_module(value: Expression) -> Optional[Instance]:
@@ -139,9 +135,7 @@ def _made_module(value: Expression) -> Optional[Instance]:
         found = get_proper_type(getattr(node.type, "ret_type", None))
     else:
         return None
-    if not isinstance(found, Instance) or found.type.fullname == _MODULE or not found.type.has_base(_MODULE):
-        return None
-    return found
+    return module_class(found)
 
 
 def _same_name(name: str) -> Callable[[Expression], bool]:
