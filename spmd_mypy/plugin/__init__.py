@@ -156,7 +156,7 @@ def _method_hook(fullname: str) -> Optional[Hook]:
         fallback = _argument_hook(fullname) if _user_code(fullname) else default_return
         return modules.forward_method_hook(fallback)
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
-        return _function_apply()
+        return _function_apply(fullname)
     return _argument_hook(fullname) if _user_code(fullname) else None
 
 
@@ -200,8 +200,10 @@ def _signature_hook(plugin: Any, fullname: str) -> Optional[Hook]:
     return relation.signature_hook if _user_code(fullname) else None
 
 
-def _argument_hook(fullname: str) -> Hook:
-    hook = global_mode.exact_arguments(relation.argument_hook(fullname.rsplit(".", 1)[-1]))
+def _argument_hook(fullname: str, parts: int = 1) -> Hook:
+    """The hook of a call of a user function, named in messages by the last
+    `parts` parts of its fullname."""
+    hook = global_mode.exact_arguments(relation.argument_hook(".".join(fullname.split(".")[-parts:])))
     return guarded(configurations.narrow_result(untyped_regions.watch_function(hook, _declares_spmd)), default_return)
 
 
@@ -225,9 +227,17 @@ _SEQUENTIAL_CALL = guarded(
 _FUNCTION_APPLY: List[Hook] = []
 
 
-def _function_apply() -> Hook:
-    """The hook of every `Fn.apply`, built on the first (spmd_types' typecheck
-    hooks of a Function are asked first)."""
+def _function_apply(fullname: str) -> Hook:
+    """The hook of `Fn.apply`: the call runs Fn's forward (spmd_types'
+    typecheck hooks of a Function asked first), unless Fn binds apply to a
+    typed attribute (`@spmd.trusted(...)` on the class): then the call is
+    checked against it as a function's."""
+    declared, forward = _argument_hook(fullname, parts=2), _forward_apply()  # "Fn.apply"
+    return guarded(lambda ctx: declared(ctx) if _mypy.declares_apply(ctx) else forward(ctx), default_return)
+
+
+def _forward_apply() -> Hook:
+    """The hook of every `Fn.apply` that runs forward, built on the first."""
     if not _FUNCTION_APPLY:
         from . import spmd_types_regions
 
@@ -330,7 +340,7 @@ FUNCTION_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("spmd_types.",), _feature("spmd_types")),
     (("spmd_types.",), _feature("spmd_types_regions")),
     ((_DTENSOR_PREFIX,), _feature("dtensor", "FUNCTION_HOOKS", configured=True)),
-    (("spmd_mypy.runtime.global_ops.local_map", "spmd_mypy.runtime.trusted."), _feature("local_map")),
+    (("spmd_mypy.runtime.global_ops.local_map", "spmd_mypy.runtime.trusted.", _mypy.TRUSTED_APPLY), _feature("local_map")),
     (("spmd_mypy.runtime.api.assert_like",), _feature("layout_vars")),
     ((_mypy.UNTYPED,), _feature("untyped")),
     ((_mypy.RAW_WRITE,), _feature("raw_collectives")),

@@ -65,9 +65,13 @@ def _called(ctx: Any) -> Optional[_Declared]:
     sig = _mypy.callable_of(fn[1]) if fn is not None else None
     if fn is None or sig is None:
         return None
-    given = {name: one_arg(ctx, name) for name in ("in_types", "out_types")}
-    exprs = {name: got[0] if got is not None else None for name, got in given.items()}
-    return _Declared(sig, _mypy.expr_text(fn[0]), exprs["in_types"], exprs["out_types"], 0, ctx.context)
+    return _Declared(sig, _mypy.expr_text(fn[0]), *_types_given(ctx), 0, ctx.context)
+
+
+def _types_given(ctx: Any) -> Tuple[Optional[_mypy.Expression], Optional[_mypy.Expression]]:
+    """The in_types= and out_types= arguments of the call."""
+    given = [one_arg(ctx, name) for name in ("in_types", "out_types")]
+    return given[0][0] if given[0] else None, given[1][0] if given[1] else None
 
 
 def _decorating(name: str, what: str) -> Callable[[Any], Optional[_Declared]]:
@@ -90,12 +94,15 @@ def _decorating(name: str, what: str) -> Callable[[Any], Optional[_Declared]]:
 
 
 def _on_class(ctx: Any, what: str) -> bool:
-    """Whether the decorator is applied to a class, which it leaves as it is
-    for the checker: then a note says so (an autograd Function's .apply stays
-    unchecked unless declared in the call form)."""
+    """Whether the decorator is applied to a class.  `@spmd.trusted(...)`
+    there types the class's apply through the statement the rewrite added
+    (_applying); any other form leaves the class as it is for the checker,
+    and a note says so."""
     cls = _mypy.decorated_class(ctx.context)
     if cls is None:
         return False
+    if what == "trusted" and _mypy.has_trusted_apply(ctx.context):
+        return True
     _mypy.note(
         ctx.api,
         f"unchecked: @spmd.{what}(...) on the class {cls} does not retype {cls}.apply for the checker; "
@@ -104,6 +111,21 @@ def _on_class(ctx: Any, what: str) -> bool:
         SPMD_UNTYPED,
     )
     return True
+
+
+def _applying(ctx: Any) -> Optional[_Declared]:
+    """The declaration of a class decorated `@spmd.trusted(in_types=...,
+    out_types=...)` (an autograd Function), moved by the rewrite to the end
+    of its body: `apply = trusted_apply(<decorator>, in_types=...,
+    out_types=...)` (_mypy/trusted_classes.py).  apply is typed from
+    Callable[..., Any] as the call form types `Fn.apply`; a decorator that is
+    not spmd's trusted leaves it that."""
+    decorator = ctx.args[0][0] if ctx.args and ctx.args[0] else None
+    sig = _mypy.callable_of(ctx.default_return_type)
+    if decorator is None or sig is None or _mypy.fullname_of(decorator) != _TRUSTED:
+        return None
+    cls = _mypy.checked_class_name(ctx.api) or "Function"
+    return _Declared(sig, f"{cls}.apply", *_types_given(ctx), 0, ctx.context)
 
 
 def _boundary(declaration: Callable[[Any], Optional[_Declared]], check: bool) -> Callable[[Any], _mypy.Type]:
@@ -206,6 +228,7 @@ def _check_local_map_outputs(
 HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {
     _LOCAL_MAP: guarded(_boundary(_called, check=True), default_return),
     _TRUSTED: guarded(_boundary(_called, check=False), default_return),
+    _mypy.TRUSTED_APPLY: guarded(_boundary(_applying, check=False), default_return),
 }
 # the decorator forms: the __call__ of what the call without fn returns
 METHOD_HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {

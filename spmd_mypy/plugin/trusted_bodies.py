@@ -1,6 +1,7 @@
 """The bodies of autograd Functions declared as trusted boundaries.
 
-`spmd.trusted(Fn.apply, in_types=(...), out_types=...)` declares what the
+`spmd.trusted(Fn.apply, in_types=(...), out_types=...)`, or the decorator
+`@spmd.trusted(in_types=(...), out_types=...)` above the class, declares what the
 Function does as a whole; its body is not checked against it (it is
 trusted).  The declaration still says what the body receives, so the
 checker types the body's tensor parameters from it, in the same file:
@@ -17,7 +18,8 @@ typed by the ordinary rules (its ops, its raw collectives, which
 raw_collectives.py types there), and checked by them, no more.
 
 Found from the file's source with stdlib ast: the Function class by its name
-in `<Name>.apply`, defined in the same file with a base named `Function`.
+in `<Name>.apply`, defined in the same file with a base named `Function`, or
+the class a `@<...>trusted(in_types=..., out_types=...)` decorates.
 Pure Python."""
 
 from __future__ import annotations
@@ -58,13 +60,21 @@ def _declarations(tree: ast.AST) -> Dict[str, Tuple[List[Optional[ast.expr]], Li
     """Function class name -> (in_types entries, out_types entries)."""
     out = {}
     for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):  # @spmd.trusted(in_types=..., out_types=...) above it
+            for d in node.decorator_list:
+                if isinstance(d, ast.Call) and _last_name(d.func) == "trusted" and not d.args:
+                    out[node.name] = _declared(d)
         if not (isinstance(node, ast.Call) and _last_name(node.func) == "trusted" and node.args):
             continue
         target = node.args[0]
         if isinstance(target, ast.Attribute) and target.attr == "apply" and isinstance(target.value, ast.Name):
-            kws = {k.arg: k.value for k in node.keywords}
-            out[target.value.id] = (_entries(kws.get("in_types")), _entries(kws.get("out_types")))
+            out[target.value.id] = _declared(node)
     return out
+
+
+def _declared(call: ast.Call) -> Tuple[List[Optional[ast.expr]], List[Optional[ast.expr]]]:
+    kws = {k.arg: k.value for k in call.keywords}
+    return _entries(kws.get("in_types")), _entries(kws.get("out_types"))
 
 
 def _plain_tensor(annotation: Optional[ast.expr]) -> bool:

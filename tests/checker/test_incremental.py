@@ -558,3 +558,53 @@ def test_alias_values_read_again_when_a_dependency_changes(tmp_path: Path) -> No
         assert [e.split(":")[1] for e in _errors(out)] == ["7"], out.stdout + out.stderr
         assert "annotates int" in out.stdout
         assert "Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=V']]\"" in out.stdout, out.stdout
+
+
+TRUSTED_CLASS = '''\
+from typing import Any
+import torch
+from torch import Tensor
+import spmd_mypy as spmd
+from spmd_mypy import Spmd, I, R
+from dep import helper
+
+@spmd.trusted(in_types=(Spmd(tp=I),), out_types=Spmd(tp=R))
+class Copy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        helper()
+        return x
+'''
+
+TRUSTED_CLASS_USER = '''\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, V
+from function import Copy
+
+def f(v: Annotated[Tensor, Spmd(tp=V)]) -> None:
+    reveal_type(Copy.apply(v))
+'''
+
+
+def test_trusted_class_typed_again_when_a_dependency_changes(tmp_path: Path) -> None:
+    """`@spmd.trusted(...)` above an autograd Function types its apply
+    through a rewrite before analysis.  A caller in another module keeps the
+    verdict of a cold run when the Function's module is re-parsed because
+    its dependency changed, and when the caller alone is checked again (the
+    Function's module from the cache)."""
+    proj = _project(tmp_path)
+    (proj / "model.py").write_text(TRUSTED_CLASS_USER)
+    (proj / "function.py").write_text(TRUSTED_CLASS)
+    (proj / "dep.py").write_text("def helper() -> int:\n    return 1\n")
+    files = ["model.py", "function.py", "dep.py"]
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", *files]
+    runs = [_run(mypy, proj)]
+    _edit(proj / "dep.py", "def helper() -> str:\n    return 'a'\n")
+    runs.append(_run(mypy, proj))
+    _edit(proj / "model.py", TRUSTED_CLASS_USER + "# edited\n")
+    runs.append(_run(mypy, proj))
+    for out in runs:
+        assert [e.split(":")[:2] for e in _errors(out)] == [["model.py", "7"]], out.stdout + out.stderr
+        assert "[spmd-arg]" in out.stdout
+        assert "Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=R']]\"" in out.stdout, out.stdout

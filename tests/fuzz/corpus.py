@@ -172,6 +172,21 @@ class Square(torch.autograd.Function):
     def backward(ctx: Any, g: Tensor) -> Tensor:
         (x,) = ctx.saved_tensors
         return 2 * x * g
+
+
+@spmd.trusted(in_types=(Spmd(tp=I), None), out_types=Spmd(tp=R))
+class CopyToRegion(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, scale: float) -> Tensor:
+        return x * scale
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Tuple[Tensor, None]:
+        return g, None
+
+
+def copy_to_region(x: Annotated[Tensor, Spmd(tp=I)]) -> Annotated[Tensor, Spmd(tp=R)]:
+    return CopyToRegion.apply(x, 2.0)
 '''
 
 SEEDS["callables"] = HEAD + '''

@@ -78,6 +78,7 @@ from .op_calls import collective_question, simple_operands
 from .calls import (
     CHECKPOINT, PARTIAL, checkpointed, given_function, identity_decorator, mypys_partial, partial_parts,
     autograd_function_forward,
+    declares_apply,
     call_args,
     call_context,
     checker_path,
@@ -219,7 +220,7 @@ from .tensor_types import (
 )
 from .dtensor_types import DTENSOR_MODULE, imports_dtensor, later_partners, mesh_names, placed_dtensor, placed_of
 from .raw_writes import RAW_WRITE, call_argument, raw_write_call
-from .tree import ASSIGNED, KEYWORD_ITEM, PHANTOM_MODULE, REASSIGNED, RETURNED, UNTYPED
+from .tree import ASSIGNED, KEYWORD_ITEM, PHANTOM_MODULE, REASSIGNED, RETURNED, TRUSTED_APPLY, UNTYPED
 from .configurations import (
     FLAG_NAMES,
     MARKER_CALL as CONFIGURATION_MARKER_CALL,
@@ -250,7 +251,9 @@ from .partial_sites import declared_partial, source_text, span
 # about 30 million instructions more on bench_scale's 10,000 lines.)
 if TYPE_CHECKING:
     from .collective_calls import has_star_args, member_fullname, tensor_tuple, with_default_return
-    from .signatures import decorated_class, decorated_function, positional_signature, takes_var_args
+    from .signatures import (
+        checked_class_name, decorated_class, decorated_function, has_trusted_apply, positional_signature, takes_var_args,
+    )
     from .wrap_untyped import wrap_untyped_calls
     from .spmd_types_tree import dict_entries, enum_value, instance_fullname
     from .spmd_types_rules import (
@@ -289,7 +292,7 @@ if TYPE_CHECKING:
 _FEATURE_NAMES: Dict[str, Tuple[str, ...]] = {
     "collective_calls": ("has_star_args", "member_fullname", "tensor_tuple", "with_default_return"),
     "signatures": ("positional_signature", "takes_var_args", "decorator_call", "decorated_function",
-                   "decorated_class", "keyword_arg"),
+                   "decorated_class", "keyword_arg", "has_trusted_apply", "checked_class_name"),
     "wrap_untyped": ("wrap_untyped_calls",),
     "spmd_types_tree": ("dict_entries", "enum_value", "instance_fullname"),
     "spmd_types_rules": (
@@ -410,7 +413,7 @@ __all__ = [
     "error_mark",
     "reword_since",
     # calls
-    "autograd_function_forward",
+    "autograd_function_forward", "declares_apply",
     "call_args",
     "call_context",
     "checker_path",
@@ -510,7 +513,7 @@ __all__ = [
     "relax_group",
     # signatures
     "positional_signature",
-    "takes_var_args", "decorated_function", "decorated_class",
+    "takes_var_args", "decorated_function", "decorated_class", "has_trusted_apply", "checked_class_name",
     # collective_calls
     "has_star_args", "member_fullname", "tensor_tuple", "with_default_return",
     # rewrite passes and the stub's names
@@ -528,6 +531,7 @@ __all__ = [
     "call_argument",
     "raw_write_call",
     "UNTYPED",
+    "TRUSTED_APPLY",
     # tensor_types
     "attribute_write_type",
     "callable_of",

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
     ARG_POS, ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, RefExpr,
-    SymbolNode, TypeInfo,
+    SymbolNode, TypeInfo, Var,
 )
 from mypy.plugin import FunctionContext
 from mypy.typeops import bind_self, callable_type
@@ -311,6 +311,16 @@ def function_class(callee_type: object) -> Optional[TypeInfo]:
     elif isinstance(p, TypeType) and isinstance(p.item, Instance):
         info = p.item.type
     return info if info is not None and info.has_base("torch.autograd.function.Function") else None
+
+
+def declares_apply(ctx: Any) -> bool:
+    """For `Fn.apply(...)` on a torch.autograd.Function subclass: whether the
+    class binds apply to a typed attribute of its own (a class decorated
+    `@spmd.trusted(...)`, _mypy/trusted_classes.py), which the call then
+    follows as a function's."""
+    info = function_class(ctx.type)
+    node = info.names.get("apply") if info is not None else None
+    return node is not None and isinstance(node.node, Var)
 
 
 def autograd_function_forward(ctx: Any) -> Optional[CallableType]:

@@ -30,6 +30,7 @@ from .configurations import mark_configured
 from .raw_writes import retype_raw_writes
 from .route_declared import route_declared
 from .route_items import Constructors, constructors
+from .trusted_classes import retype_trusted_classes
 from .tree import PHANTOM_ALIAS, PHANTOM_MODULE, functions_of
 
 SPMD_TYPES = "spmd_types"  # the passes for its code run in trees that import it
@@ -77,9 +78,10 @@ def route_declared_values(
 ) -> bool:
     """Rewrite returns and annotated assignments of `tree` (route_declared), and,
     given `untyped`, the calls whose callee it names (wrap_untyped_calls).
-    True when it wrapped an alias's value (alias_values.py): a rewrite that
-    only this pass makes, before analysis, so the module must be parsed
-    anew on every run (the analyzer's pass comes too late for aliases).
+    True when it wrapped an alias's value (alias_values.py) or gave a
+    trusted class its apply (trusted_classes.py): rewrites that only this
+    pass makes, before analysis, so the module must be parsed anew on every
+    run (the analyzer's pass comes too late for aliases and class bodies).
 
     The other passes run unless the caller knows from the file's bytes that
     they find nothing: `raw_writes` (the file names torch.distributed),
@@ -100,6 +102,7 @@ def route_declared_values(
         tree.imports.append(imp)
     route_declared(tree.defs, _constructors(tree))
     wrapped = wrap_alias_values(tree.defs)
+    wrapped = retype_trusted_classes(tree.defs) or wrapped
     if spmd_types:
         _refine_asserts(tree)
     if raw_writes:

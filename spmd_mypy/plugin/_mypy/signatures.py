@@ -10,6 +10,7 @@ from mypy.nodes import ARG_POS, CallExpr, ClassDef, Decorator, RefExpr
 from mypy.types import CallableType, Type
 
 from .expressions import expr_text
+from .trusted_classes import has_trusted_apply  # noqa: F401  (bound in _mypy by load("signatures"))
 from .typecheck_hooks import keyword_arg  # noqa: F401  (bound in _mypy by load("signatures"))
 
 
@@ -21,6 +22,7 @@ def positional_signature(sig: CallableType, arg_types: List[Type], ret_type: Typ
         arg_kinds=[ARG_POS] * len(arg_types),
         arg_names=[None] * len(arg_types),
         ret_type=ret_type,
+        is_ellipsis_args=False,  # from Callable[..., Any]: the parameters are these
     )
 
 
@@ -62,3 +64,10 @@ def decorated_class(context: object) -> Optional[str]:
     """The name of the class a class decorator is applied to (the context
     mypy gives its `__call__`), else None."""
     return context.name if isinstance(context, ClassDef) else None
+
+
+def checked_class_name(api: object) -> Optional[str]:
+    """The name of the class whose body (not a method's) the checker is in."""
+    scope = getattr(api, "scope", None)
+    info = scope.active_class() if scope is not None else None
+    return getattr(info, "name", None)

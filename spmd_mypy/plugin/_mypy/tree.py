@@ -38,6 +38,7 @@ REASSIGNED = f"{PHANTOM_MODULE}.reassigned"  # route_declared: `ys = xs`, ys dec
 UNTYPED = f"{PHANTOM_MODULE}.untyped"  # wrap_untyped: calls torch leaves untyped
 # route_declared: `Batch(tokens=xs)`, the callee again and the key as more arguments
 KEYWORD_ITEM = f"{PHANTOM_MODULE}.keyword_item"
+TRUSTED_APPLY = f"{PHANTOM_MODULE}.trusted_apply"  # trusted_classes: an autograd Function's apply
 
 
 def is_phantom_call(expr: Expression, callee: Optional[str] = None) -> bool:

@@ -9,7 +9,7 @@
 # strings (spmd_mypy.vocab.spec).  SpmdTensor[Any] is a tensor of unknown
 # SPMD type.  Pyright and other checkers without plugins see a plain Tensor.
 
-from typing import Any, Generic, ItemsView, Iterator, NamedTuple, TypeVar, ValuesView, overload
+from typing import Any, Callable, Generic, ItemsView, Iterator, NamedTuple, TypeVar, ValuesView, overload
 
 from torch import Tensor
 from torch.nn import Module, ModuleDict, ModuleList, Sequential
@@ -74,6 +74,11 @@ def reassigned(value: object) -> Any: ...
 # `Batch(tokens=xs)`: a name given to a keyword of a call that may build a
 # TypedDict; `callee` is the call's callee again, `key` the keyword (declared.py).
 def keyword_item(value: object, callee: object, key: str) -> Any: ...
+# `@spmd.trusted(in_types=..., out_types=...)` above an autograd Function: the
+# rewrite ends its body with `apply = trusted_apply(<the decorator's callee>,
+# in_types=..., out_types=...)`, whose hook types apply by the declaration
+# (spmd_mypy/plugin/_mypy/trusted_classes.py, local_map.py).
+def trusted_apply(decorator: object, *, in_types: object = ..., out_types: object = ...) -> Callable[..., Any]: ...
 
 # torch.special, torch.linalg and torch.fft are untyped (Any) in torch's own
 # stubs.  In files that use spmd the plugin wraps each call that may reach them
