@@ -182,3 +182,45 @@ def test_an_edit_that_writes_no_type_keeps_the_annotations_in_their_new_places(t
         _edit(proj / "model.py", third_text)
         third = check()
         assert _revealed(third.stdout) == [v, s1] and _lines(third.stdout) == [8, 17], third.stdout + third.stderr
+
+
+TRUSTED_FUNCTION = """\
+from typing import Any
+import torch
+from torch import Tensor
+import spmd_mypy as spmd
+from spmd_mypy import Spmd, I, R, V
+
+@spmd.trusted(in_types=(Spmd(tp=I),), out_types=Spmd(tp=R))
+class Copy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        return x
+"""
+
+TRUSTED_CALLER = """\
+from typing import Annotated
+from torch import Tensor
+from spmd_mypy import Spmd, V
+from function import Copy
+
+def f(v: Annotated[Tensor, Spmd(tp=V)]) -> None:
+    reveal_type(Copy.apply(v))
+"""
+
+
+def test_a_call_of_a_trusted_functions_apply_follows_an_edit_of_its_decorator(tmp_path: Path) -> None:
+    # the rewrite's apply attribute is typed by mypy, so the daemon's
+    # dependencies re-check the caller in the other module, and the
+    # decorator's removal gives the call back to forward
+    with _daemon(tmp_path, {"function.py": TRUSTED_FUNCTION, "caller.py": TRUSTED_CALLER}) as (proj, check):
+        first = check()
+        assert _revealed(first.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=R']]"], first.stdout + first.stderr
+        assert "[spmd-arg]" in first.stdout
+        _edit(proj / "function.py", TRUSTED_FUNCTION.replace("Spmd(tp=I)", "Spmd(tp=V)").replace("Spmd(tp=R)", "Spmd(tp=V)"))
+        second = check()
+        assert _revealed(second.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=V']]"], second.stdout + second.stderr
+        assert "error" not in second.stdout
+        _edit(proj / "function.py", TRUSTED_FUNCTION.replace("@spmd.trusted(in_types=(Spmd(tp=I),), out_types=Spmd(tp=R))\n", ""))
+        third = check()
+        assert _revealed(third.stdout) == ["spmd_phantom.SpmdTensor[Any]"], third.stdout + third.stderr
