@@ -556,8 +556,10 @@ class SpmdPlugin(_mypy.Plugin):
         # every run: the hooks are read from the bodies, which mypy's cache
         # does not keep, and a module applying the Functions elsewhere would
         # else find them unread in a warm run where a cold run types them.
-        # So is a module whose alias values the rewrite wrapped (only a parse
-        # that asks get_additional_deps wraps them: _mypy/alias_values.py).
+        # So is a module whose alias values the rewrite wrapped, or whose
+        # trusted autograd Functions it gave an apply (only a parse that asks
+        # get_additional_deps rewrites them: _mypy/alias_values.py,
+        # _mypy/trusted_classes.py).
         if not ctx.is_check and ctx.id in self._each_run:
             return {**data, "checked_each_run": True}
         return data
@@ -578,7 +580,7 @@ class SpmdPlugin(_mypy.Plugin):
             # the passes the file's bytes can need
             needed = (facts.raw_dist, facts.spmd_types, facts.configured)
             if guarded(lambda tree: _mypy.route_declared_values(tree, wanted, *needed), nothing)(file):
-                self._each_run.add(file.fullname)  # an alias's value wrapped: parsed anew each run
+                self._each_run.add(file.fullname)  # an alias wrapped, a class rewritten: parsed anew each run
             dtensor = facts.raw_dist and _mypy.imports_dtensor(file)  # the imports name torch.distributed
             placed = [(10, _mypy.DTENSOR_MODULE, -1)] if dtensor else []
             return [(10, _mypy.PHANTOM_MODULE, -1), *placed]
