@@ -239,7 +239,8 @@ class FileFacts:
         # an autograd Function's typecheck hook (spmd_types' convention): read from its body
         self.hooks = find(b"def typecheck_forward(") >= 0 or find(b"def spmd_typecheck(") >= 0
         # the cheap pre-filter: most files never mention Spmd, and have no index
-        has_meta = find(b"Spmd") >= 0 or find(b"Axis(") >= 0  # tensors, or groups (groups.py)
+        # tensors, groups (groups.py), or a Final spec's name written as metadata
+        has_meta = find(b"Spmd") >= 0 or find(b"Axis(") >= 0 or (self.uses and find(b"Annotated") >= 0)
         self.data: Optional[bytes] = data if has_meta else None
         self.built: Optional[Dict[Pos, Meta]] = None if has_meta else {}
         # with an index built from mypy's spans: the bytes it was built from and

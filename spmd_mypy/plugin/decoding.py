@@ -130,8 +130,14 @@ def _partition_spec(node: ast.expr, lookup: Lookup, line: int) -> PartitionSpec:
         raise AnnotationError(str(e), line) from None
 
 
-def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
-    """The Spmd among the metadata, None if there is none; AnnotationError if malformed."""
+# fullname of a name written as metadata -> the Spmd(...) call it is bound
+# to and how names resolve there (a module-level Final spec), else None
+Named = Callable[[str], Optional[Tuple[ast.expr, Lookup]]]
+
+
+def decode(meta: Meta, lookup: Lookup, named: Optional[Named] = None) -> Optional[Spmd]:
+    """The Spmd among the metadata, None if there is none; AnnotationError if
+    malformed.  `named` reads metadata written as a name (`SPEC`)."""
     if meta.ambiguous:
         raise AnnotationError(
             "a string annotation with several tensor types cannot be read (mypy reports them "
@@ -142,8 +148,14 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
     found: Optional[Spmd] = None
     for expr in meta.exprs:
         if not isinstance(expr, ast.Call):
-            if _lookup_name(dotted(expr) or "", lookup) in SPMD_FULLNAMES:
+            full = _lookup_name(dotted(expr) or "", lookup)
+            if full in SPMD_FULLNAMES:
                 raise AnnotationError("Spmd must be called with the axes' types: Spmd(tp=V)", meta.line)
+            spec = named(full) if named is not None and full is not None else None
+            value = decode(Meta((spec[0],), meta.line), spec[1]) if spec is not None else None
+            if value is not None and found is not None:
+                raise AnnotationError("two Spmd(...) in one annotation; keep one", meta.line)
+            found = value or found
             continue
         full = _lookup_name(dotted(expr.func) or "", lookup)
         name = dotted(expr.func) or ""
@@ -178,9 +190,11 @@ def decode(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
 _ANSWERS: Dict[int, Tuple[Sequence[ast.expr], object, Tuple[str, ...], List[Optional[str]], Optional[Spmd]]] = {}
 
 
-def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
-    """decode(meta, lookup), the answer reused while the names it looked up
-    resolve the same (an answer that raised is never kept)."""
+def decode_annotation(meta: Meta, lookup: Lookup, named: Optional[Named] = None) -> Optional[Spmd]:
+    """decode(meta, lookup, named), the answer reused while the names it looked
+    up resolve the same (an answer that raised is never kept, nor one that
+    read a named spec: its value is in another statement, maybe another
+    module, which a daemon edit can change while the names stay)."""
     exprs = meta.exprs
     hit = _ANSWERS.get(id(exprs))
     if hit is not None and hit[0] is exprs and hit[1] == (meta.misplaced, meta.dims) and not meta.ambiguous:
@@ -201,9 +215,15 @@ def decode_annotation(meta: Meta, lookup: Lookup) -> Optional[Spmd]:
         seen.setdefault(name, full)
         return full
 
+    def reading(full: str) -> Optional[Tuple[ast.expr, Lookup]]:
+        spec = named(full) if named is not None else None
+        if spec is not None:
+            failed[0] = True
+        return spec
+
     found = _decoded_plan(meta, recording)
     if found is _UNDECIDED:
-        found = decode(meta, recording)
+        found = decode(meta, recording, reading)
     if not failed[0]:
         if len(_ANSWERS) >= _MAX_DECODED:
             _ANSWERS.clear()

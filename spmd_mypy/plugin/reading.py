@@ -22,7 +22,7 @@ from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
 from .annotations import AnnotationError, FileFacts, Meta, last_facts, look, mentions_untyped_torch
-from .decoding import decode, decode_annotation
+from .decoding import Named, decode, decode_annotation
 from .global_scopes import global_axes_at
 from .config import Settings
 from .errors import SPMD_ANNOTATION
@@ -31,6 +31,7 @@ from .callsite import without_gradient
 from .guard import guarded, nothing
 from .positions import Pos
 from .trusted_bodies import declared_at
+from .spec_argument import named_spec
 
 
 
@@ -171,7 +172,7 @@ def _carrier_of(
     (plain, with an spmd-annotation error, when malformed; plain when the
     metadata is no Spmd).  `lookup`: _mypy.analyzer_lookup(ctx), if at hand."""
     try:
-        spmd = decode_annotation(meta, lookup or _mypy.analyzer_lookup(ctx))
+        spmd = decode_annotation(meta, lookup or _mypy.analyzer_lookup(ctx), _named_specs(ctx))
         if spmd is None:
             return plain(ctx, tree)
         if checks:
@@ -182,6 +183,13 @@ def _carrier_of(
         ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
         return plain(ctx, tree)
     return _mypy.carrier_in_analyzer(ctx, spmd.canonical(), tree)
+
+
+def _named_specs(ctx: _mypy.AnalyzeTypeContext) -> Named:
+    """How metadata written as a name is read: a module-level Final spec
+    (spec_argument.named_spec), through the semantic analyzer's modules."""
+    sem = getattr(ctx.api, "api", None)
+    return lambda fullname: named_spec(sem, fullname)
 
 
 _PLAIN: Dict[str, Plain] = {

@@ -23,13 +23,13 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
 
 from . import _mypy
 from .annotations import AnnotationError
 from .callsite import spmd_expr_ast
 from .answers import depends_on_site
-from .sourcefile import FileIndex, file_version, read_source, source_file
+from .sourcefile import FileIndex, dotted as dotted_name, file_version, installed_package, read_source, source_file
 
 Resolve = Callable[[str], Optional[str]]
 
@@ -63,17 +63,21 @@ class _TopLevel(NamedTuple):
 
     values: Dict[str, ast.expr]  # each single-name assignment's value (the last)
     aliases: Dict[str, ast.Attribute]  # `NAME = a.b` bound once, declared global nowhere
+    finals: FrozenSet[str]  # the names annotated Final (`NAME: Final = ...`)
 
 
 def _top_level(tree: ast.AST) -> _TopLevel:
     values: Dict[str, ast.expr] = {}
     assigned: Dict[str, ast.expr] = {}
     bound: Dict[str, int] = {}
+    finals = set()
     for stmt in tree.body if isinstance(tree, ast.Module) else ():
         for target in _bound_names(stmt):
             bound[target] = bound.get(target, 0) + 1
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             values[stmt.target.id] = stmt.value
+            if "Final" in ast.dump(stmt.annotation):
+                finals.add(stmt.target.id)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             values[stmt.targets[0].id] = assigned[stmt.targets[0].id] = stmt.value
     declared_global = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
@@ -81,12 +85,12 @@ def _top_level(tree: ast.AST) -> _TopLevel:
         n: v for n, v in assigned.items()
         if isinstance(v, ast.Attribute) and bound.get(n) == 1 and n not in declared_global
     }
-    return _TopLevel(values, aliases)
+    return _TopLevel(values, aliases, frozenset(finals))
 
 
 # A module's top-level statements, per file version (a Final spec and an
 # alias of a member are written at the top level).
-_TOP_LEVEL: FileIndex[_TopLevel] = FileIndex(lambda data: True, _top_level, _TopLevel({}, {}))
+_TOP_LEVEL: FileIndex[_TopLevel] = FileIndex(lambda data: True, _top_level, _TopLevel({}, {}, frozenset()))
 
 
 def _final_specs(tree: ast.AST) -> List[str]:
@@ -175,3 +179,26 @@ def enum_alias_value(api: Any, expr: _mypy.Expression) -> Optional[str]:
 
 def _from_source(path: Optional[str], name: str) -> Optional[ast.expr]:
     return _TOP_LEVEL.of(path).values.get(name)
+
+
+def named_spec(api: Any, fullname: str) -> Optional[Tuple[ast.expr, Resolve]]:
+    """For annotation metadata written as a name (`Annotated[Tensor, SPEC]`)
+    that stands for the module-level variable `fullname` bound to
+    `Spmd(...)`: that call, and how the names in it resolve in its module,
+    when the variable is Final; AnnotationError when it is not (its value
+    could change).  None when the name is bound to anything else: metadata
+    of another library."""
+    module, _, name = fullname.rpartition(".")
+    path = _mypy.module_file(api, module) if module else None
+    # not torch's, ours or an installed package's module (none defines specs)
+    top = _TOP_LEVEL.of(path) if source_file(path) and not installed_package(path) else None
+    value = top.values.get(name) if top is not None else None
+    if not isinstance(value, ast.Call) or (dotted_name(value.func) or "").rpartition(".")[2] != "Spmd":
+        return None
+    if name not in top.finals:  # type: ignore[union-attr]
+        raise AnnotationError(
+            f"{name!r} is not read statically: write Spmd(...) in the annotation, "
+            f"or make it a module-level Final spec ({name}: Final = Spmd(...))",
+            0,
+        )
+    return value, lambda written: _mypy.resolve_in_module(api, module, written)

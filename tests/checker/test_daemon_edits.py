@@ -224,3 +224,32 @@ def test_a_call_of_a_trusted_functions_apply_follows_an_edit_of_its_decorator(tm
         _edit(proj / "function.py", TRUSTED_FUNCTION.replace("@spmd.trusted(in_types=(Spmd(tp=I),), out_types=Spmd(tp=R))\n", ""))
         third = check()
         assert _revealed(third.stdout) == ["spmd_phantom.SpmdTensor[Any]"], third.stdout + third.stderr
+
+
+NAMED_SPECS = """\
+from typing import Final
+from spmd_mypy import R, S, Spmd
+
+COLUMN: Final = Spmd(tp=S(0))
+"""
+
+NAMED_SPEC_USER = """\
+from typing import Annotated
+from torch import Tensor
+import spmd_mypy as spmd
+from specs import COLUMN
+
+def f(a: Annotated[Tensor, COLUMN]) -> None:
+    reveal_type(a)
+"""
+
+
+def test_an_annotation_naming_a_final_spec_follows_an_edit_of_its_value(tmp_path: Path) -> None:
+    # the spec's type (Spmd) stays the same: the decoded annotation is not
+    # kept across the edit, and the module digest re-checks the importer
+    with _daemon(tmp_path, {"specs.py": NAMED_SPECS, "model.py": NAMED_SPEC_USER}) as (proj, check):
+        first = check()
+        assert _revealed(first.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=S(0)']]"], first.stdout + first.stderr
+        _edit(proj / "specs.py", NAMED_SPECS.replace("tp=S(0)", "tp=R"))
+        second = check()
+        assert _revealed(second.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=R']]"], second.stdout + second.stderr

@@ -608,3 +608,36 @@ def test_trusted_class_typed_again_when_a_dependency_changes(tmp_path: Path) -> 
         assert [e.split(":")[:2] for e in _errors(out)] == [["model.py", "7"]], out.stdout + out.stderr
         assert "[spmd-arg]" in out.stdout
         assert "Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=R']]\"" in out.stdout, out.stdout
+
+
+FINAL_SPECS = '''\
+from typing import Final
+from spmd_mypy import R, S, Spmd
+
+COLUMN: Final = Spmd(tp=S(0))
+'''
+
+FINAL_SPEC_USER = '''\
+from typing import Annotated
+from torch import Tensor
+import spmd_mypy as spmd
+from specs import COLUMN
+
+def f(a: Annotated[Tensor, COLUMN]) -> None:
+    reveal_type(a)
+'''
+
+
+def test_annotation_naming_a_final_spec_follows_an_edit_of_its_value(tmp_path: Path) -> None:
+    """`Annotated[Tensor, COLUMN]` with COLUMN a Final spec of another module
+    is read from that module's source (the user's file never writes Spmd);
+    an edit of the value alone gives the importer's next run the new type."""
+    proj = _project(tmp_path)
+    (proj / "model.py").write_text(FINAL_SPEC_USER)
+    (proj / "specs.py").write_text(FINAL_SPECS)
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "model.py", "specs.py"]
+    cold = _run(mypy, proj)
+    assert "Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=S(0)']]\"" in cold.stdout, cold.stdout + cold.stderr
+    _edit(proj / "specs.py", FINAL_SPECS.replace("tp=S(0)", "tp=R"))
+    warm = _run(mypy, proj)
+    assert "Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=R']]\"" in warm.stdout, warm.stdout + warm.stderr
