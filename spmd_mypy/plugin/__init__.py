@@ -578,7 +578,7 @@ class SpmdPlugin(_mypy.Plugin):
                 comm_sites.note_file(path)  # spmd.reveal_comms: the sites are wanted
             wanted = untyped_function if facts.untyped else None
             # the passes the file's bytes can need
-            needed = (facts.raw_dist, facts.spmd_types, facts.configured)
+            needed = (facts.raw_dist, facts.spmd_types, facts.configured, facts.trusted)
             if guarded(lambda tree: _mypy.route_declared_values(tree, wanted, *needed), nothing)(file):
                 self._each_run.add(file.fullname)  # an alias wrapped, a class rewritten: parsed anew each run
             dtensor = facts.raw_dist and _mypy.imports_dtensor(file)  # the imports name torch.distributed

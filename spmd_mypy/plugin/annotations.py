@@ -219,7 +219,8 @@ class FileFacts:
     looked (see sourcefile.LastLook): while it is the same, so is the version."""
 
     __slots__ = (
-        "key", "owner", "uses", "untyped", "global_code", "raw_dist", "comms", "spmd_types", "configured", "hooks",
+        "key", "owner", "uses", "untyped", "global_code", "raw_dist", "comms", "spmd_types", "configured", "trusted",
+        "hooks",
         "data", "built", "source", "lines",
     )
 
@@ -236,6 +237,7 @@ class FileFacts:
         self.comms = find(b"reveal_comms") >= 0  # spmd.reveal_comms (comm_sites.note_file)
         self.spmd_types = find(b"spmd_types") >= 0  # imports of spmd_types (_mypy.refine_asserts)
         self.configured = find(b"configurations") >= 0  # @spmd.configurations (_mypy.mark_configured)
+        self.trusted = find(b"trusted(") >= 0  # @spmd.trusted(...) above a class (_mypy/trusted_classes.py)
         # an autograd Function's typecheck hook (spmd_types' convention): read from its body
         self.hooks = find(b"def typecheck_forward(") >= 0 or find(b"def spmd_typecheck(") >= 0
         # the cheap pre-filter: most files never mention Spmd, and have no index

@@ -75,6 +75,7 @@ def route_declared_values(
     raw_writes: bool = True,
     spmd_types: bool = True,
     configured: bool = True,
+    trusted: bool = True,
 ) -> bool:
     """Rewrite returns and annotated assignments of `tree` (route_declared), and,
     given `untyped`, the calls whose callee it names (wrap_untyped_calls).
@@ -86,7 +87,8 @@ def route_declared_values(
     The other passes run unless the caller knows from the file's bytes that
     they find nothing: `raw_writes` (the file names torch.distributed),
     `spmd_types` (it imports spmd_types), `configured` (it writes
-    `configurations`).  The import of the stub goes in first, so that a
+    `configurations`), `trusted` (it writes `trusted(`: a decorated autograd
+    Function, trusted_classes.py).  The import of the stub goes in first, so that a
     rewrite interrupted by an unexpected node never leaves a call to an
     unbound name."""
     if not isinstance(tree, MypyFile) or tree.is_stub or not tree.defs:
@@ -102,7 +104,8 @@ def route_declared_values(
         tree.imports.append(imp)
     route_declared(tree.defs, _constructors(tree))
     wrapped = wrap_alias_values(tree.defs)
-    wrapped = retype_trusted_classes(tree.defs) or wrapped
+    if trusted:
+        wrapped = retype_trusted_classes(tree.defs) or wrapped
     if spmd_types:
         _refine_asserts(tree)
     if raw_writes:
