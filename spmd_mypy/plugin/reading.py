@@ -15,14 +15,15 @@ nn.Module parameter, accept any Tensor: parameters.py.)
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Tuple
+import ast
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..vocab.localtype import V, grad_type
 from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
 from .annotations import AnnotationError, FileFacts, Meta, last_facts, look, mentions_untyped_torch
-from .decoding import Named, decode, decode_annotation
+from .decoding import decode, decode_annotation
 from .global_scopes import global_axes_at
 from .config import Settings
 from .errors import SPMD_ANNOTATION
@@ -172,7 +173,8 @@ def _carrier_of(
     (plain, with an spmd-annotation error, when malformed; plain when the
     metadata is no Spmd).  `lookup`: _mypy.analyzer_lookup(ctx), if at hand."""
     try:
-        spmd = decode_annotation(meta, lookup or _mypy.analyzer_lookup(ctx), _named_specs(ctx))
+        _NAMED_AT[0] = ctx  # read only where metadata is a name (_named_spec_at)
+        spmd = decode_annotation(meta, lookup or _mypy.analyzer_lookup(ctx), _named_spec_at)
         if spmd is None:
             return plain(ctx, tree)
         if checks:
@@ -185,11 +187,15 @@ def _carrier_of(
     return _mypy.carrier_in_analyzer(ctx, spmd.canonical(), tree)
 
 
-def _named_specs(ctx: _mypy.AnalyzeTypeContext) -> Named:
-    """How metadata written as a name is read: a module-level Final spec
-    (spec_argument.named_spec), through the semantic analyzer's modules."""
-    sem = getattr(ctx.api, "api", None)
-    return lambda fullname: named_spec(sem, fullname)
+def _named_spec_at(fullname: str) -> Optional[Tuple[ast.expr, Callable[[str], Optional[str]]]]:
+    """Metadata written as a name, read in the annotation _carrier_of is on:
+    a module-level Final spec (spec_argument.named_spec), through the
+    semantic analyzer's modules.  (One function, not a closure per
+    annotation: most annotations never ask.)"""
+    return named_spec(getattr(_NAMED_AT[0].api, "api", None), fullname)
+
+
+_NAMED_AT: List[Any] = [None]  # the context of the annotation being read
 
 
 _PLAIN: Dict[str, Plain] = {
