@@ -204,13 +204,13 @@ def decode_annotation(meta: Meta, lookup: Lookup, named: Optional[Named] = None)
         except Exception:  # decode looks again, and raises as it would have
             pass
     seen: Dict[str, Optional[str]] = {}
-    failed = [False]
+    unkept = [False]  # a lookup raised, or a named spec was read: the answer is not kept
 
     def recording(name: str) -> Optional[str]:
         try:
             full = lookup(name)
         except Exception:
-            failed[0] = True
+            unkept[0] = True
             raise
         seen.setdefault(name, full)
         return full
@@ -218,13 +218,13 @@ def decode_annotation(meta: Meta, lookup: Lookup, named: Optional[Named] = None)
     def reading(full: str) -> Optional[Tuple[ast.expr, Lookup]]:
         spec = named(full) if named is not None else None
         if spec is not None:
-            failed[0] = True
+            unkept[0] = True
         return spec
 
     found = _decoded_plan(meta, recording)
     if found is _UNDECIDED:
         found = decode(meta, recording, reading)
-    if not failed[0]:
+    if not unkept[0]:
         if len(_ANSWERS) >= _MAX_DECODED:
             _ANSWERS.clear()
         _ANSWERS[id(exprs)] = (exprs, (meta.misplaced, meta.dims), tuple(seen), list(seen.values()), found)

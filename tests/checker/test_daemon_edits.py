@@ -14,7 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Tuple
 
-from tests.checker.test_incremental import _edit, _project, _run
+from tests.checker.test_incremental import (
+    FINAL_SPEC_USER, FINAL_SPECS, TRUSTED_CLASS, TRUSTED_CLASS_USER, _edit, _project, _run,
+)
 
 MODULE = '''\
 from typing import Annotated
@@ -184,72 +186,30 @@ def test_an_edit_that_writes_no_type_keeps_the_annotations_in_their_new_places(t
         assert _revealed(third.stdout) == [v, s1] and _lines(third.stdout) == [8, 17], third.stdout + third.stderr
 
 
-TRUSTED_FUNCTION = """\
-from typing import Any
-import torch
-from torch import Tensor
-import spmd_mypy as spmd
-from spmd_mypy import Spmd, I, R, V
-
-@spmd.trusted(in_types=(Spmd(tp=I),), out_types=Spmd(tp=R))
-class Copy(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, x: Tensor) -> Tensor:
-        return x
-"""
-
-TRUSTED_CALLER = """\
-from typing import Annotated
-from torch import Tensor
-from spmd_mypy import Spmd, V
-from function import Copy
-
-def f(v: Annotated[Tensor, Spmd(tp=V)]) -> None:
-    reveal_type(Copy.apply(v))
-"""
-
-
 def test_a_call_of_a_trusted_functions_apply_follows_an_edit_of_its_decorator(tmp_path: Path) -> None:
     # the rewrite's apply attribute is typed by mypy, so the daemon's
     # dependencies re-check the caller in the other module, and the
     # decorator's removal gives the call back to forward
-    with _daemon(tmp_path, {"function.py": TRUSTED_FUNCTION, "caller.py": TRUSTED_CALLER}) as (proj, check):
+    files = {"function.py": TRUSTED_CLASS, "caller.py": TRUSTED_CLASS_USER, "dep.py": "def helper() -> int:\n    return 1\n"}
+    with _daemon(tmp_path, files) as (proj, check):
         first = check()
         assert _revealed(first.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=R']]"], first.stdout + first.stderr
         assert "[spmd-arg]" in first.stdout
-        _edit(proj / "function.py", TRUSTED_FUNCTION.replace("Spmd(tp=I)", "Spmd(tp=V)").replace("Spmd(tp=R)", "Spmd(tp=V)"))
+        _edit(proj / "function.py", TRUSTED_CLASS.replace("Spmd(tp=I)", "Spmd(tp=V)").replace("Spmd(tp=R)", "Spmd(tp=V)"))
         second = check()
         assert _revealed(second.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=V']]"], second.stdout + second.stderr
         assert "error" not in second.stdout
-        _edit(proj / "function.py", TRUSTED_FUNCTION.replace("@spmd.trusted(in_types=(Spmd(tp=I),), out_types=Spmd(tp=R))\n", ""))
+        _edit(proj / "function.py", TRUSTED_CLASS.replace("@spmd.trusted(in_types=(Spmd(tp=I),), out_types=Spmd(tp=R))\n", ""))
         third = check()
         assert _revealed(third.stdout) == ["spmd_phantom.SpmdTensor[Any]"], third.stdout + third.stderr
-
-
-NAMED_SPECS = """\
-from typing import Final
-from spmd_mypy import R, S, Spmd
-
-COLUMN: Final = Spmd(tp=S(0))
-"""
-
-NAMED_SPEC_USER = """\
-from typing import Annotated
-from torch import Tensor
-import spmd_mypy as spmd
-from specs import COLUMN
-
-def f(a: Annotated[Tensor, COLUMN]) -> None:
-    reveal_type(a)
-"""
 
 
 def test_an_annotation_naming_a_final_spec_follows_an_edit_of_its_value(tmp_path: Path) -> None:
     # the spec's type (Spmd) stays the same: the decoded annotation is not
     # kept across the edit, and the module digest re-checks the importer
-    with _daemon(tmp_path, {"specs.py": NAMED_SPECS, "model.py": NAMED_SPEC_USER}) as (proj, check):
+    with _daemon(tmp_path, {"specs.py": FINAL_SPECS, "model.py": FINAL_SPEC_USER}) as (proj, check):
         first = check()
         assert _revealed(first.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=S(0)']]"], first.stdout + first.stderr
-        _edit(proj / "specs.py", NAMED_SPECS.replace("tp=S(0)", "tp=R"))
+        _edit(proj / "specs.py", FINAL_SPECS.replace("tp=S(0)", "tp=R"))
         second = check()
         assert _revealed(second.stdout) == ["spmd_phantom.SpmdTensor[Literal['tp=R']]"], second.stdout + second.stderr

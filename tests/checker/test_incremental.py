@@ -565,7 +565,7 @@ from typing import Any
 import torch
 from torch import Tensor
 import spmd_mypy as spmd
-from spmd_mypy import Spmd, I, R
+from spmd_mypy import Spmd, I, R, V
 from dep import helper
 
 @spmd.trusted(in_types=(Spmd(tp=I),), out_types=Spmd(tp=R))
