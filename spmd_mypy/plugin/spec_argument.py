@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-from typing import Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
 from . import _mypy
 from .annotations import AnnotationError
@@ -70,16 +70,14 @@ def _top_level(tree: ast.AST) -> _TopLevel:
     values: Dict[str, ast.expr] = {}
     assigned: Dict[str, ast.expr] = {}
     bound: Dict[str, int] = {}
-    finals = set()
-    for stmt in tree.body if isinstance(tree, ast.Module) else ():
+    finals: Set[str] = set()
+    body = tree.body if isinstance(tree, ast.Module) else []
+    for stmt in body:
         for target in _bound_names(stmt):
             bound[target] = bound.get(target, 0) + 1
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            values[stmt.target.id] = stmt.value
-            if "Final" in ast.dump(stmt.annotation):
-                finals.add(stmt.target.id)
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            values[stmt.targets[0].id] = assigned[stmt.targets[0].id] = stmt.value
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            assigned[stmt.targets[0].id] = stmt.value
+    _assignments(body, "", values, finals)
     declared_global = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
     aliases = {
         n: v for n, v in assigned.items()
@@ -88,20 +86,34 @@ def _top_level(tree: ast.AST) -> _TopLevel:
     return _TopLevel(values, aliases, frozenset(finals))
 
 
+def _assignments(body: List[ast.stmt], prefix: str, values: Dict[str, ast.expr], finals: Set[str]) -> None:
+    """Each single-name assignment's value in `body` (the last), under its
+    qualified name (`Layout.COLUMN` in `class Layout:`, classes nested in
+    classes too); the names annotated Final into `finals`."""
+    for stmt in body:
+        if isinstance(stmt, ast.ClassDef):
+            _assignments(stmt.body, f"{prefix}{stmt.name}.", values, finals)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            values[prefix + stmt.target.id] = stmt.value
+            if "Final" in ast.dump(stmt.annotation):
+                finals.add(prefix + stmt.target.id)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            values[prefix + stmt.targets[0].id] = stmt.value
+
+
 # A module's top-level statements, per file version (a Final spec and an
 # alias of a member are written at the top level).
 _TOP_LEVEL: FileIndex[_TopLevel] = FileIndex(lambda data: True, _top_level, _TopLevel({}, {}, frozenset()))
 
 
 def _final_specs(tree: ast.AST) -> List[str]:
-    """The module's top-level `NAME: Final = <value naming Spmd>` statements, dumped."""
-    found = []
-    for stmt in tree.body if isinstance(tree, ast.Module) else ():
-        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and "Final" in ast.dump(stmt.annotation):
-            value = ast.dump(stmt.value)
-            if "Spmd" in value:
-                found.append(f"{ast.dump(stmt.target)}={value}")
-    return found
+    """The module's `NAME: Final = <value naming Spmd>` statements, at its
+    top level and in its classes' bodies, dumped with their qualified names."""
+    values: Dict[str, ast.expr] = {}
+    finals: Set[str] = set()
+    _assignments(tree.body if isinstance(tree, ast.Module) else [], "", values, finals)
+    dumped = ((name, ast.dump(values[name])) for name in sorted(finals))
+    return [f"{name}={value}" for name, value in dumped if "Spmd" in value]
 
 
 # `NAME = a.b.MEMBER` at the top level of a module: an alias's statement
@@ -188,7 +200,7 @@ def named_spec(api: Any, fullname: str) -> Optional[Tuple[ast.expr, Resolve]]:
     when the variable is Final; AnnotationError when it is not (its value
     could change).  None when the name is bound to anything else: metadata
     of another library."""
-    module, _, name = fullname.rpartition(".")
+    module, name = _mypy.owning_module(api, fullname) or ("", fullname)
     path = _mypy.module_file(api, module) if module else None
     # not torch's, ours or an installed package's module (none defines specs)
     top = _TOP_LEVEL.of(path) if source_file(path) and not installed_package(path) else None
@@ -198,7 +210,8 @@ def named_spec(api: Any, fullname: str) -> Optional[Tuple[ast.expr, Resolve]]:
     if name not in top.finals:  # type: ignore[union-attr]
         raise AnnotationError(
             f"{name!r} is not read statically: write Spmd(...) in the annotation, "
-            f"or make it a module-level Final spec ({name}: Final = Spmd(...))",
+            f"or make it a {'class' if '.' in name else 'module'}-level Final spec "
+            f"({name.rpartition('.')[2]}: Final = Spmd(...))",
             0,
         )
     return value, lambda written: _mypy.resolve_in_module(api, module, written)

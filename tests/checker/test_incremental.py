@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 BUGGY = '''\
@@ -628,16 +630,27 @@ def f(a: Annotated[Tensor, COLUMN]) -> None:
 '''
 
 
-def test_annotation_naming_a_final_spec_follows_an_edit_of_its_value(tmp_path: Path) -> None:
+# The same spec in a class's body (`Layout.COLUMN`), named through the class.
+CLASS_FINAL_SPECS = FINAL_SPECS.replace("COLUMN:", "class Layout:\n    COLUMN:")
+CLASS_FINAL_SPEC_USER = FINAL_SPEC_USER.replace("import COLUMN", "import Layout").replace(
+    "Tensor, COLUMN]", "Tensor, Layout.COLUMN]"
+)
+
+
+@pytest.mark.parametrize(
+    "specs, user", [(FINAL_SPECS, FINAL_SPEC_USER), (CLASS_FINAL_SPECS, CLASS_FINAL_SPEC_USER)], ids=["module", "class"]
+)
+def test_annotation_naming_a_final_spec_follows_an_edit_of_its_value(tmp_path: Path, specs: str, user: str) -> None:
     """`Annotated[Tensor, COLUMN]` with COLUMN a Final spec of another module
-    is read from that module's source (the user's file never writes Spmd);
-    an edit of the value alone gives the importer's next run the new type."""
+    (at its top level, or in a class's body: `Layout.COLUMN`) is read from
+    that module's source (the user's file never writes Spmd); an edit of the
+    value alone gives the importer's next run the new type."""
     proj = _project(tmp_path)
-    (proj / "model.py").write_text(FINAL_SPEC_USER)
-    (proj / "specs.py").write_text(FINAL_SPECS)
+    (proj / "model.py").write_text(user)
+    (proj / "specs.py").write_text(specs)
     mypy = [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", ".cache", "model.py", "specs.py"]
     cold = _run(mypy, proj)
     assert "Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=S(0)']]\"" in cold.stdout, cold.stdout + cold.stderr
-    _edit(proj / "specs.py", FINAL_SPECS.replace("tp=S(0)", "tp=R"))
+    _edit(proj / "specs.py", specs.replace("tp=S(0)", "tp=R"))
     warm = _run(mypy, proj)
     assert "Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=R']]\"" in warm.stdout, warm.stdout + warm.stderr

@@ -240,7 +240,7 @@ from .configurations import (
 from .typevars import choose, configuration_values, has_type_vars, in_expansion, never, restore_parameters, value_variable
 from .writes import branches, parameter_calls, plain_tensor_call, quietly_typed, written_value
 
-from .finals import alias_target, enum_alias, final_name, module_file, module_value, resolve_in_module
+from .finals import alias_target, enum_alias, final_name, module_file, module_value, owning_module, resolve_in_module
 from .partial_sites import declared_partial, source_text, span
 
 # The submodules only features use (spmd_types, gradient sync, spmd.trusted,
@@ -497,7 +497,7 @@ __all__ = [
     "enum_alias",
     "final_name",
     "module_file",
-    "module_value",
+    "module_value", "owning_module",
     "resolve_in_module",
     # partial_sites
     "declared_partial",

@@ -1,4 +1,4 @@
-"""Module-level `Final` names, for arguments read statically
+"""`Final` names at a module's top level or in a class's body, for arguments read statically
 (`spmd.assert_spmd(x, SPEC)` with `SPEC: Final = Spmd(...)`, possibly
 imported from another module).  A module already checked keeps its symbol
 table and path but not its statements, so its initialiser is then read from
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from mypy.nodes import VAR_NO_INFO, AssignmentStmt, Expression, MypyFile, NameExpr, RefExpr, TypeAlias, TypeInfo, Var
+from mypy.nodes import (
+    VAR_NO_INFO, AssignmentStmt, ClassDef, Expression, MemberExpr, MypyFile, NameExpr, RefExpr, TypeAlias, TypeInfo, Var,
+)
 from mypy.types import Instance, Type, get_proper_type
 
 
@@ -23,10 +25,18 @@ def alias_target(expr: Expression) -> Optional[Type]:
 
 
 def final_name(expr: Expression) -> Optional[Tuple[str, str]]:
-    """(module, name) of a reference to a module-level Final variable."""
+    """(module, name) of a reference to a Final variable at a module's top
+    level, or (module, `Class.NAME`) to one in a class's body."""
     node = expr.node if isinstance(expr, RefExpr) else None
+    if node is None and isinstance(expr, MemberExpr) and isinstance(expr.expr, RefExpr):
+        owner = expr.expr.node  # `Layout.COLUMN`: the checker, not semanal, binds class members
+        symbol = owner.get(expr.name) if isinstance(owner, TypeInfo) else None
+        node = symbol.node if symbol is not None else None
     if not isinstance(node, Var) or not node.is_final:
         return None
+    if node.info is not VAR_NO_INFO:
+        module = node.info.module_name
+        return module, f"{node.info.fullname[len(module) + 1:]}.{node.name}"
     module, _, name = node.fullname.rpartition(".")
     return (module, name) if module else None
 
@@ -40,7 +50,11 @@ def module_value(api: Any, module: str, name: str) -> Optional[Expression]:
     """The initialiser of `name` in the module's tree; None when the tree no
     longer holds statements (a module checked before) or has no such one."""
     tree = _module(api, module)
-    for stmt in tree.defs if tree is not None else ():
+    body = tree.defs if tree is not None else []
+    *classes, name = name.split(".")
+    for owner in classes:  # `Layout.COLUMN`: in the body of `class Layout`
+        body = next((s.defs.body for s in body if isinstance(s, ClassDef) and s.name == owner), [])
+    for stmt in body:
         if (
             isinstance(stmt, AssignmentStmt)
             and len(stmt.lvalues) == 1
@@ -63,6 +77,18 @@ def enum_alias(expr: Expression) -> Optional[Tuple[str, str, TypeInfo]]:
         return None
     module, _, name = node.fullname.rpartition(".")
     return (module, name, typ.type) if module else None
+
+
+def owning_module(api: Any, fullname: str) -> Optional[Tuple[str, str]]:
+    """(module, the name within it) of a fullname: `pkg.specs.Layout.COL` ->
+    (`pkg.specs`, `Layout.COL`) when `pkg.specs` is a module mypy holds."""
+    module, _, name = fullname.rpartition(".")
+    while module:
+        if _module(api, module) is not None:
+            return module, name
+        module, _, outer = module.rpartition(".")
+        name = f"{outer}.{name}"
+    return None
 
 
 def module_file(api: Any, module: str) -> Optional[str]:
