@@ -317,10 +317,15 @@ def declares_apply(ctx: Any) -> bool:
     """For `Fn.apply(...)` on a torch.autograd.Function subclass: whether the
     class binds apply to a typed attribute of its own (a class decorated
     `@spmd.trusted(...)`, _mypy/trusted_classes.py), which the call then
-    follows as a function's."""
+    follows as a function's.  Not when that attribute kept the rewrite's
+    untyped `Callable[..., Any]` (a decorator named trusted that is not
+    spmd's): the call then follows forward, as for an undecorated class."""
     info = function_class(ctx.type)
     node = info.names.get("apply") if info is not None else None
-    return node is not None and isinstance(node.node, Var)
+    if node is None or not isinstance(node.node, Var):
+        return False
+    sig = get_proper_type(node.node.type) if node.node.type is not None else None
+    return not (isinstance(sig, CallableType) and sig.is_ellipsis_args)
 
 
 def autograd_function_forward(ctx: Any) -> Optional[CallableType]:
