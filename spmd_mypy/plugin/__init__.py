@@ -74,6 +74,7 @@ from . import (
     configurations,
     declared,
     decorators,
+    global_exact,
     global_mode,
     groups,
     modules,
@@ -203,7 +204,7 @@ def _signature_hook(plugin: Any, fullname: str) -> Optional[Hook]:
 def _argument_hook(fullname: str, parts: int = 1) -> Hook:
     """The hook of a call of a user function, named in messages by the last
     `parts` parts of its fullname."""
-    hook = global_mode.exact_arguments(relation.argument_hook(".".join(fullname.split(".")[-parts:])))
+    hook = global_exact.exact_arguments(relation.argument_hook(".".join(fullname.split(".")[-parts:])))
     return guarded(configurations.narrow_result(untyped_regions.watch_function(hook, _declares_spmd)), default_return)
 
 
@@ -417,7 +418,7 @@ class SpmdPlugin(_mypy.Plugin):
         functions = _disjoint(
             comms.hooks(partitioned.collective_refine(global_mode.refine_collective), global_mode.spec_redistribute),
             partitioned.HOOKS,
-            declared.hooks(global_mode.exact_declared),
+            declared.hooks(global_exact.exact_declared),
             global_mode.HOOKS,
             parameters.HOOKS,
             checkpointing.HOOKS,

@@ -25,7 +25,10 @@ In global code:
   * typed collectives on global axes act on the spec (vocab/spec_collectives).
   * arguments of annotated functions, local_map'd callables, returns and
     annotated assignments whose declared type is in the spec form must match
-    the spec exactly (per axis, S(i) and V are alike; here the dim counts).
+    the spec exactly (per axis, S(i) and V are alike; here the dim counts);
+    with a side in per-axis form, each global axis's S dim must match, and a
+    collective on a per-axis operand is typed by the local rules only where
+    they are exact (global_per_axis.py).
 
 In both modes: spmd.matmul/einsum/linear/sum/mean(..., out_partial_axes=...)
 and the spec-level spmd.redistribute(x, src=Spmd(...), dst=Spmd(...));
@@ -41,14 +44,15 @@ from ..vocab.localtype import P, Shard, V, AxisType
 from ..vocab.opclasses import REFLECTED, SCALAR, op_class
 from ..vocab.spec import SpecError, Spmd, mismatches
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
-from . import _mypy, callsite, op_inference, relation
+from . import _mypy, callsite, op_inference
 from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
 from .annotations import AnnotationError, Meta
 from .decoding import decode
+from .global_per_axis import collective_problem, shard_mismatch
 from .global_scopes import global_axes_at, scopes_for
 from .carrier import carrier, spmd_of
 from .errors import SPMD_ANNOTATION, SPMD_COLLECTIVE, SPMD_GLOBAL, SPMD_OP
-from .guard import STRICT, default_return, guarded, nothing, report_skipped
+from .guard import default_return, guarded
 
 GLOBAL_OPS = "spmd_mypy.runtime.global_ops."
 
@@ -382,8 +386,19 @@ def refine_collective(
     if actual is None:
         return None
     g = to_global(actual, scope)
-    if g is None:
-        return None
+    if g is None:  # per-axis form: the local rules, when they are exact
+        problem = collective_problem(actual, axes, src, dst, scope.has)
+        if problem is None:
+            return None
+        name = _mypy.expr_text(x[0])
+        _mypy.fail(
+            ctx.api,
+            f"spmd.{op} on {', '.join(repr(a) for a in axes)} in global code: {name} is in per-axis form "
+            f"({actual!r}) and {problem[0]}. Hint: {problem[1].format(name=name)}",
+            ctx.context,
+            SPMD_GLOBAL,
+        )
+        return (None,)
     try:
         out = apply_collective(g, op, axis, src, dst, name=_mypy.expr_text(x[0]), expert_mode=expert,
                                mesh=_MESH)
@@ -406,11 +421,13 @@ def decode_spmd(ctx: Any, expr: Any) -> Optional[Spmd]:
     return decode(Meta((node,), ctx.context.line), names.get)
 
 
-def spec_mismatch(got: Spmd, want: Spmd, scope: Optional[Scope]) -> Optional[Tuple[GlobalType, GlobalType]]:
+def spec_mismatch(got: Spmd, want: Spmd, scope: Optional[Scope]) -> Optional[Tuple[object, object]]:
     """(got, want) as global types when both are spec-form and differ on the compared
-    axes (every axis in local code, the scope's in global code); else None."""
+    axes (every axis in local code, the scope's in global code); in global code
+    with a side in per-axis form, written out when a global axis shards
+    another dim on each side (global_per_axis.shard_mismatch); else None."""
     if got.spec is None or want.spec is None:
-        return None
+        return None if scope is None else shard_mismatch(got, want, scope.has)
     sc = scope or Scope(())
     try:
         g, w = to_global(got, sc), to_global(want, sc)
@@ -478,82 +495,6 @@ def _spec_redistribute(ctx: Any) -> _mypy.Type:
             keep = {a: t for a, t in dst.axes.items() if a not in dst.spec.axes}
             dst = Spmd.of(keep, dst.spec, dst.nograd, shape=actual.shape)
     return _mypy.replace_tensors(default, carrier(ctx.api, dst))
-
-
-# -- exact specs at arguments, returns and assignments in global code ---------------------
-
-
-def exact_arguments(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Wrap a user-function argument hook (relation.argument_hook): in global
-    code, an argument whose declared type is spec-form must match the spec
-    exactly (the per-axis check lets S(i) stand for S(j))."""
-
-    check = guarded(_exact_arguments, nothing)
-
-    def hook(ctx: Any) -> Any:
-        check(ctx)
-        return inner(ctx)
-
-    return hook
-
-
-def _exact_arguments(ctx: Any) -> None:
-    sig = relation.pending_signature(ctx)
-    scope = scope_of(ctx) if sig is not None else None
-    if scope is None or sig is None:
-        return
-    for i, formal in enumerate(sig.arg_types):
-        want = spmd_of(formal)
-        if want is None or want.spec is None or i >= len(ctx.args):
-            continue
-        for expr, typ in zip(ctx.args[i], ctx.arg_types[i]):
-            got = spmd_of(typ)
-            if got is None or mismatches(got, want):
-                continue
-            exact = spec_mismatch(got, want, scope)
-            if exact is not None:
-                _mypy.fail(
-                    ctx.api,
-                    f"Argument {i + 1} is {exact[0]} where {exact[1]} is expected: in "
-                    f"global code the spec must match. Hint: "
-                    f"spmd.redistribute({_mypy.expr_text(expr)}, src={got!r}, dst={want!r})",
-                    expr,
-                    SPMD_GLOBAL,
-                )
-
-
-def exact_declared(inner: Callable[[Any], Any], what: str) -> Callable[[Any], Any]:
-    """Wrap declared.py's return / assignment hook the same way."""
-
-    def hook(ctx: Any) -> Any:
-        declared = inner(ctx)
-        try:  # as guarded() would, without building a wrapper per call
-            _exact_declared(ctx, declared, what)
-        except Exception as exc:
-            if STRICT:
-                raise
-            report_skipped(ctx, _exact_declared, exc)
-        return declared
-
-    return hook
-
-
-def _exact_declared(ctx: Any, declared: Any, what: str) -> None:
-    scope = scope_of(ctx)
-    if scope is not None and ctx.arg_types and ctx.arg_types[0]:
-        got, want = spmd_of(ctx.arg_types[0][0]), spmd_of(declared)
-        if got is not None and want is not None and not mismatches(got, want):
-            exact = spec_mismatch(got, want, scope)
-            if exact is not None:
-                value = ctx.args[0][0] if ctx.args and ctx.args[0] else None
-                name = _mypy.expr_text(value) if value is not None else "x"
-                _mypy.fail(
-                    ctx.api,
-                    f"{what} is {exact[0]} where {exact[1]} is declared: in global code the spec "
-                    f"must match. Hint: spmd.redistribute({name}, src={got!r}, dst={want!r})",
-                    ctx.context,
-                    SPMD_GLOBAL,
-                )
 
 
 # -- x.T and x.mT ---------------------------------------------------------------------------

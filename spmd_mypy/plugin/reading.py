@@ -32,6 +32,7 @@ from .callsite import without_gradient
 from .guard import guarded, nothing
 from .positions import Pos
 from .trusted_bodies import declared_at
+from .global_per_axis import shared_dim
 from .spec_argument import named_spec
 
 
@@ -73,7 +74,8 @@ def check_axes(spmd: Spmd, settings: Settings) -> None:
 def check_global(spmd: Spmd, path: object, line: int, owner: object) -> None:
     """In a @global_spmd function every global axis of an annotation needs a
     layout: a bare V says the ranks hold different values but not which dim
-    holds the pieces (AnnotationError)."""
+    holds the pieces, and two global axes on one dim in per-axis form do not
+    say which is the major one (AnnotationError)."""
     axes = global_axes_at(path if isinstance(path, str) else None, line, owner)
     if axes is None:
         return
@@ -85,6 +87,16 @@ def check_global(spmd: Spmd, path: object, line: int, owner: object) -> None:
                 f"or move this code into a spmd.local_map region",
                 0,
             )
+    shared = shared_dim(spmd, lambda axis: not axes or axis in axes)
+    if shared is not None:
+        dim, names = shared
+        raise AnnotationError(
+            f"{' and '.join(repr(a) for a in names)} {'both' if len(names) == 2 else 'all'} shard dim {dim} "
+            f"in per-axis form, which does not "
+            f"say their order on it (which axis is the major one) in global code. Hint: write the spec form, "
+            f"Spmd(spec=PartitionSpec(...)) with the entry ({', '.join(repr(a) for a in names)}) at dim {dim}",
+            0,
+        )
 
 
 Plain = Callable[[_mypy.AnalyzeTypeContext, object], _mypy.Type]

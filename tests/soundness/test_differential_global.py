@@ -31,7 +31,7 @@ from .global_programs import GInput, GProgram, GType, global_programs
 from .mypy_batch import MypyReport, check_batch
 
 N = int(os.environ.get("SPMD_SOUNDNESS_GLOBAL_N", "40"))
-N_PER_AXIS = int(os.environ.get("SPMD_SOUNDNESS_GLOBAL_PER_AXIS_N", "24"))  # inputs in per-axis form
+N_PER_AXIS = int(os.environ.get("SPMD_SOUNDNESS_GLOBAL_PER_AXIS_N", "100"))  # inputs in per-axis form
 
 
 def generate(n: int, per_axis: bool = False) -> List[GProgram]:
