@@ -20,8 +20,9 @@ from .guard import STRICT, guarded, nothing, report_skipped
 
 def exact_arguments(inner: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Wrap a user-function argument hook (relation.argument_hook): in global
-    code, an argument whose declared type is spec-form must match the spec
-    exactly (the per-axis check lets S(i) stand for S(j))."""
+    code, an argument must match its declared type's spec exactly, or its S
+    dims where a side is in per-axis form (the per-axis check lets S(i)
+    stand for S(j))."""
 
     check = guarded(_exact_arguments, nothing)
 
