@@ -118,7 +118,11 @@ def _rules_version() -> str:
 _TORCH_FUNCTION_PREFIXES = tuple(p for p, _ in FUNCTION_NAMESPACES)
 _CARRIER_PREFIX = _mypy.CARRIER + "."
 _TENSOR_BASE_PREFIX = "torch._C.TensorBase."
-_UNION_RECEIVER = " of TensorBase"
+# mypy names a method on a Union receiver "<dunder> of <class>", the class
+# defining it: TensorBase for most reflected operators, Tensor for __rsub__,
+# __rmatmul__, __rpow__, ... (torch/_tensor.py), the carrier for the
+# __rtruediv__ its stub declares.
+_UNION_RECEIVERS = (" of TensorBase", " of Tensor", " of SpmdTensor")
 _DISTRIBUTED_PREFIX = "torch.distributed.distributed_c10d."
 _PLAIN_TENSOR_PREFIX = _mypy.TENSOR + "."  # or an unknown result (SpmdTensor[Any])
 # Callees whose signatures never hold an SPMD annotation: no signature hook.
@@ -128,6 +132,8 @@ Hook = Callable[[Any], Any]
 
 
 def _function_hook(fullname: str) -> Optional[Hook]:
+    if fullname == "builtins.abs":  # abs(x) calls x.__abs__, a Var in torch (no hook): torch.abs's rule
+        return ops.op_hook("abs", "torch", False, global_mode.refine_op)
     for prefix, namespace in FUNCTION_NAMESPACES:
         if fullname.startswith(prefix):
             name = fullname[len(prefix):]
@@ -143,10 +149,10 @@ def _method_hook(fullname: str) -> Optional[Hook]:
     for prefix in (_CARRIER_PREFIX, _PLAIN_TENSOR_PREFIX):  # a plain receiver may get a
         if fullname.startswith(prefix):  # typed argument, or give an unknown result
             return ops.op_hook(fullname[len(prefix):], "tensor", True, global_mode.refine_op)
-    if fullname.endswith(_UNION_RECEIVER):
-        # A reflected operator on a value from two branches (`x + v`, v a
-        # Union): mypy names the method "<dunder> of TensorBase".
-        name = fullname[: -len(_UNION_RECEIVER)]
+    if fullname.endswith(_UNION_RECEIVERS):
+        # A reflected operator on a value from two branches (`x - v`, v a
+        # Union): mypy names the method "<dunder> of <class>".
+        name = fullname.rpartition(" of ")[0]
         if name.startswith("__") and " " not in name:
             return ops.op_hook(name, "tensor", True, global_mode.refine_op)
     if fullname == modules.SEQUENTIAL_OF_CALL:  # the receiver's class names the call

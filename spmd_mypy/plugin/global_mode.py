@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optiona
 from ..vocab.collectives import CollectiveError, plan
 from ..vocab.localtype import P, Shard, V, AxisType
 from ..vocab.opclasses import REFLECTED, SCALAR, op_class
-from ..vocab.spec import SpecError, Spmd, mismatches
+from ..vocab.spec import PartitionSpec, SpecError, Spmd, mismatches
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
 from . import _mypy, callsite, op_inference
 from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
@@ -237,6 +237,8 @@ def _global_op(
 ) -> Typed:
     _global_rules()
     options = callsite.operands(ctx, name, receiver)
+    if not options and namespace == "torch" and name in _SIZED_FACTORIES:
+        return _replicated_factory(ctx, name, cls, namespace, receiver)
     if not options or any(len(c) != 1 or c[0] is None for _, c in options):
         return None  # a Union or a plain tensor: the local rules (unknown result)
     spmds = [c[0] for _, c in options if isinstance(c[0], Spmd)]
@@ -248,7 +250,7 @@ def _global_op(
         if isinstance(o, Spmd):
             g = to_global(o, scope)
             if g is None:
-                return _per_axis_operand(ctx, name, namespace, text_of(options, o), o, scope)
+                return _per_axis_operand(ctx, name, namespace, text_of(options, o), o, scope, options)
             operands.append(g)
         else:
             operands.append(SCALAR if o is SCALAR else o)
@@ -294,25 +296,54 @@ def _global_op(
     return (merge(g, local, scope, out_partial, sized=any(o.shape is not None for o in spmds)),)
 
 
+# torch.zeros(3, 4) and the like: the same value on every rank, of the rank
+# their sizes give, so in spec form (an op beside a sharded operand then
+# follows the factor rules; a per-axis `*=R` would fall back to the local ones).
+_SIZED_FACTORIES = frozenset(("zeros", "ones", "empty"))
+
+
+def _replicated_factory(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Typed:
+    rank = _mypy.size_rank(ctx)
+    local = op_inference.infer(ctx, name, cls, namespace, receiver) if rank is not None else None
+    if local is None or rank is None:
+        return None
+    return (Spmd.of({}, PartitionSpec(*([None] * rank)), local.nograd),)
+
+
 # -- spmd.matmul / einsum / linear / sum / mean with out_partial_axes -------------------
 
 def text_of(options: List[Tuple[str, List[object]]], operand: object) -> str:
     return next(text for text, c in options if c[0] is operand)
 
 
-def _per_axis_operand(ctx: Any, name: str, namespace: str, text: str, o: Spmd, scope: Scope) -> Typed:
+def _per_axis_operand(
+    ctx: Any, name: str, namespace: str, text: str, o: Spmd, scope: Scope, options: List[Tuple[str, List[object]]]
+) -> Typed:
     """An operand in per-axis form: no rank, so no factor rule applies.  With
-    only R/I/P on the global axes the local rules are exact; a layout there
-    (S(i) or V) is an error, never a silent fall back to the local rules."""
+    only R/I/P on the global axes, and no other operand sharded on one, the
+    local rules are exact; a layout there (S(i) or V), or, for an annotated
+    operand, a spec-form operand sharded on a global axis beside it (its
+    dims' fate through the op depends on the ranks), is an error, never a
+    silent fall back to the local rules."""
     laid = [(a, t) for a, t in o.axes.items() if scope.has(a) and (isinstance(t, Shard) or t is V)]
-    if not laid:
+    why = f"is {laid[0][1]} on axis {laid[0][0]!r} in the per-axis form, which gives no rank" if laid else ""
+    # an annotated operand (no `rest`): its author can write the spec; a
+    # factory's value (`*=R`) is left to the local rules (a limit, README)
+    for other, c in options if not laid and o.rest is None else ():
+        spec = c[0].spec if isinstance(c[0], Spmd) else None
+        axes = [a for a in spec.axes if scope.has(a)] if spec is not None else []
+        if axes:
+            why = (
+                f"is in the per-axis form, which gives no rank, beside {other} sharded on "
+                f"{', '.join(repr(a) for a in axes)}"
+            )
+            break
+    if not why:
         return None
-    axis, t = laid[0]
     _mypy.fail(
         ctx.api,
-        f"{display_name(name, namespace)} in global code: {text} is {t} on axis {axis!r} in the per-axis "
-        f"form, which gives no rank, so its layout cannot be propagated through the op. Hint: annotate "
-        f"{text} in spec form, Spmd(spec=PartitionSpec(...))",
+        f"{display_name(name, namespace)} in global code: {text} {why}, so {'its' if laid else 'the'} layout "
+        f"cannot be propagated through the op. Hint: annotate {text} in spec form, Spmd(spec=PartitionSpec(...))",
         ctx.context,
         SPMD_GLOBAL,
     )

@@ -79,7 +79,7 @@ from .calls import (
     CHECKPOINT, PARTIAL, checkpointed, given_function, identity_decorator, mypys_partial, partial_parts,
     autograd_function_forward,
     declares_apply,
-    call_args,
+    call_args, size_rank,
     call_context,
     checker_path,
     declared_parameters,
@@ -414,7 +414,7 @@ __all__ = [
     "reword_since",
     # calls
     "autograd_function_forward", "declares_apply",
-    "call_args",
+    "call_args", "size_rank",
     "call_context",
     "checker_path",
     "declared_parameters",

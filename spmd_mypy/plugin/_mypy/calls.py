@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
-    ARG_POS, ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, RefExpr,
-    SymbolNode, TypeInfo, Var,
+    ARG_POS, ARG_STAR, ARG_STAR2, CallExpr, Context, Decorator, Expression, FuncDef, ListExpr, OverloadedFuncDef,
+    RefExpr, SymbolNode, TupleExpr, TypeInfo, Var,
 )
 from mypy.plugin import FunctionContext
 from mypy.typeops import bind_self, callable_type
@@ -100,6 +100,22 @@ def call_args(ctx: Any) -> Tuple[Tuple[Optional[str], Expression, Type], ...]:
 
 
 _LAST_CALL_ARGS: List[Any] = [None, ()]
+
+
+def size_rank(ctx: Any) -> Optional[int]:
+    """The rank a factory's sizes give (`zeros(3, n)`, `ones((3, 4))`,
+    `empty(size=[b, s, h])`): the count of int positional arguments, or the
+    length of one tuple or list display; None otherwise (`zeros(shape)`,
+    `zeros(*shape)`)."""
+    if any(k in (ARG_STAR, ARG_STAR2) for kinds in ctx.arg_kinds for k in kinds):
+        return None
+    sizes = [(e, t) for name, e, t in call_args(ctx) if name is None or name == "size"]
+    if len(sizes) == 1 and isinstance(sizes[0][0], (TupleExpr, ListExpr)):
+        return len(sizes[0][0].items)
+    ints = [get_proper_type(t) for _, t in sizes]
+    if ints and all(isinstance(t, Instance) and t.type.fullname == "builtins.int" for t in ints):
+        return len(ints)
+    return None
 
 
 def first_args(ctx: Any) -> Dict[Optional[str], Tuple[Expression, Type]]:

@@ -31,6 +31,11 @@ class SpmdTensor(Tensor, Generic[_S_co]):
     # types it as the receiver).  A plain tensor has no wait() at runtime; a
     # call of it on one is not caught in files that use spmd (README).
     def wait(self: _W) -> _W: ...
+    # torch binds __rtruediv__ by assignment (`__rtruediv__ = __rdiv__`), and
+    # mypy calls no hook for such a method on a Union receiver (`x / v`, v
+    # from two branches, is tried as v.__rtruediv__(x) first): declared here,
+    # the call is named "__rtruediv__ of SpmdTensor" and typed like the others.
+    def __rtruediv__(self, other: Tensor | int | float | bool | complex) -> Tensor: ...
 
 _M_co = TypeVar("_M_co", bound=Module, covariant=True)
 
