@@ -140,15 +140,24 @@ def _redeclared(base: str, name: str) -> Hook:
 def _field(index: int, nograd: bool) -> Hook:
     """Field `index` of a torch.return_types named tuple: the tuple's item."""
 
-    def hook(ctx: Any) -> _mypy.Type:
-        found = _mypy.named_result(ctx.type)
-        if found is None or ctx.is_lvalue or index >= len(found[1]):
-            return ctx.default_attr_type
+    def field_of(ctx: Any, typ: _mypy.Type) -> Optional[_mypy.Type]:
+        found = _mypy.named_result(typ)
+        if found is None or index >= len(found[1]):
+            return None
         item = found[1][index]
         spmd = spmd_of(item)
         if spmd is None or not nograd:
             return item
         return carrier(ctx.api, Spmd.of(spmd.axes, spmd.spec, True, spmd.rest))
+
+    def hook(ctx: Any) -> _mypy.Type:
+        if ctx.is_lvalue:
+            return ctx.default_attr_type
+        # from two branches (`u.max(dim=0).values`): mypy gives the whole Union
+        fields = [field_of(ctx, t) for t in _mypy.union_items(ctx.type)]
+        if any(f is None for f in fields):
+            return ctx.default_attr_type
+        return fields[0] if len(fields) == 1 else _mypy.union_of(fields)
 
     return guarded(hook, default_attr)
 

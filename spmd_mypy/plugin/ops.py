@@ -22,7 +22,7 @@ from ..vocab.opclasses import (
     op_class_or_none,
     out_of_place,
 )
-from ..vocab.opnames import OPERATOR_SYMBOLS, VIEW_ATTRIBUTES, display_name
+from ..vocab.opnames import OPERATOR_SYMBOLS, UNTYPED_TENSOR_METHODS, VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
 from . import _mypy, partitioned
 from .answers import remembered, restore_parameters
@@ -95,7 +95,24 @@ def op_hook(
     # most calls: the op's lane answers from its operands' types, or a
     # factory's from its name (op_lane.py), else the general path
     lane = quick_lane(name, cls, namespace, receiver, general) or factory_lane(name, namespace, general)
+    form = UNTYPED_TENSOR_METHODS.get(name) if receiver else None
+    if form is not None:
+        return guarded(_untyped_method(lane or general, form), default_return)
     return guarded(lane or general, default_return)
+
+
+def _untyped_method(inner: Callable[[Any], _mypy.Type], form: str) -> Callable[[Any], _mypy.Type]:
+    """A method torch leaves unannotated (mypy's result is Any): on a typed
+    receiver, typed as a Tensor or a tuple of them (`q, k = qkv.split(n)`);
+    elsewhere Any, as mypy types it."""
+
+    def hook(ctx: Any) -> _mypy.Type:
+        typed = _mypy.union_alternatives(ctx.type) or spmd_of(ctx.type) is not None
+        if typed and _mypy.is_any(ctx.default_return_type):
+            ctx = _mypy.with_tensor_default(ctx, form)
+        return inner(ctx)
+
+    return hook
 
 
 def check_out(ctx: Any, name: str, namespace: str, result: Optional[Spmd]) -> None:

@@ -38,6 +38,21 @@ OPERATOR_FUNCTIONS: Final[Mapping[str, str]] = functions()
 # Attributes of a tensor that are views of it: they keep its SPMD type.
 VIEW_ATTRIBUTES: Final[FrozenSet[str]] = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
 
+# Tensor methods torch/_tensor.py defines without annotations, so mypy types
+# their calls Any (`q, k, v = qkv.split(...)` would leave q, k, v untyped):
+# the result's form the rules' type is carried in, "tensor" or "tuple" (of
+# tensors, any length).  unique, lu and share_memory_ depend on flags or
+# return the receiver; they stay Any.
+UNTYPED_TENSOR_METHODS: Final[Mapping[str, str]] = {
+    "split": "tuple",
+    "unflatten": "tensor",
+    "norm": "tensor",
+    "stft": "tensor",
+    "istft": "tensor",
+    "resize": "tensor",
+    "resize_as": "tensor",
+}
+
 # Attributes that move the dims of a global spec: the op and its arguments.
 TRANSPOSED_ATTRIBUTES: Final[Mapping[str, Tuple[str, Mapping[str, object]]]] = {
     "T": ("t", {}),

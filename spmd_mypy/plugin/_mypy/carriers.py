@@ -270,6 +270,15 @@ def plain_tensor(api: Any) -> Type:
     return Instance(info, []) if info is not None else AnyType(TypeOfAny.special_form)
 
 
+def with_tensor_default(ctx: Any, form: str) -> Any:
+    """The call's context with a Tensor ("tensor") or a tuple of Tensors
+    ("tuple") as mypy's default result: a method torch leaves unannotated
+    (vocab.opnames.UNTYPED_TENSOR_METHODS) has Any there."""
+    tensor = plain_tensor(ctx.api)
+    typ = ctx.api.named_generic_type("builtins.tuple", [tensor]) if form == "tuple" else tensor
+    return ctx._replace(default_return_type=typ)
+
+
 def phantom_generic(api: Any, name: str, arg: Type) -> Optional[Type]:
     """spmd_phantom.<name>[arg], or None if the stub has no such class."""
     info = _class(api, f"{PHANTOM_MODULE}.{name}")
