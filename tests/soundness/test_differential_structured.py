@@ -27,7 +27,7 @@ from .mypy_batch import MypyReport, check_batch
 from .programs import Input, Program, Stmt
 from .structured_programs import KINDS, STRATEGIES, ClassProgram, FlagProgram, LoopProgram
 
-N = int(os.environ.get("SPMD_SOUNDNESS_STRUCTURED_N", "24"))
+N = int(os.environ.get("SPMD_SOUNDNESS_STRUCTURED_N", "100"))
 
 
 def judge_all(p: Any, index: int, mesh: Any) -> harness.Outcome:
