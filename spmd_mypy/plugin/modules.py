@@ -154,8 +154,9 @@ def _field(index: int, nograd: bool) -> Hook:
         if ctx.is_lvalue:
             return ctx.default_attr_type
         # from two branches (`u.max(dim=0).values`): mypy gives the whole Union
-        fields = [field_of(ctx, t) for t in _mypy.union_items(ctx.type)]
-        if any(f is None for f in fields):
+        found = [field_of(ctx, t) for t in _mypy.union_items(ctx.type)]
+        fields = [f for f in found if f is not None]
+        if len(fields) < len(found):
             return ctx.default_attr_type
         return fields[0] if len(fields) == 1 else _mypy.union_of(fields)
 

@@ -16,6 +16,8 @@ from ..vocab.localtype import I, P, AxisType, grad_type, local_kind
 from ..vocab.opclasses import (
     ASSIGN,
     DTYPE_CASTS,
+    KEEP_INPLACE,
+    RANDOM,
     NONLINEAR,
     cast_class,
     op_class,
@@ -47,13 +49,13 @@ def op_hook(
     """The hook for one op name (built once per fullname, cached by the plugin)."""
     if receiver and name == "backward":
         return guarded(_backward, default_return)
+    if receiver and name in KEEP_INPLACE:
+        return guarded(lambda ctx: _keeps_type(ctx, name), default_return)
     base = out_of_place(name) if receiver else None
     if base is not None:
-        # An in-place op keeps its receiver's type; check it would not change.
-        found = op_class_or_none(name, namespace) or op_class_or_none(base, namespace)
-        if found is None:
-            return default_return  # an unknown in-place op: no rule
-        inplace_cls: str = found
+        # An in-place op keeps its receiver's type; check it would not change
+        # (an op in no table is nonlinear, the safe default, as out of place).
+        inplace_cls: str = op_class_or_none(name, namespace) or op_class(base, namespace)
         out_of_place_name: str = base
         return guarded(
             lambda ctx: _inplace(ctx, name, out_of_place_name, inplace_cls, namespace),
@@ -134,6 +136,17 @@ def check_out(ctx: Any, name: str, namespace: str, result: Optional[Spmd]) -> No
                 return
 
 
+def _keeps_type(ctx: Any, name: str) -> _mypy.Type:
+    """requires_grad_, resize_, ...: the receiver, its SPMD type unchanged
+    (requires_grad_ makes a value without gradient carry one)."""
+    spmd = spmd_of(ctx.type)
+    if spmd is None or not _mypy.has_tensor(ctx.default_return_type):
+        return ctx.type if _mypy.is_carrier(ctx.type) else ctx.default_return_type
+    if spmd.nograd and name == "requires_grad_":
+        return carrier(ctx.api, Spmd.of(spmd.axes, spmd.spec, False, spmd.rest))
+    return ctx.type
+
+
 def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.Type:
     before = spmd_of(ctx.type)
     after = infer(ctx, base, cls, namespace, True)
@@ -178,6 +191,9 @@ def _inplace_fix(ctx: Any, name: str, base: str, axis: str, was: AxisType, now: 
         if fix is not None:
             return f"{receiver} {OPERATOR_SYMBOLS[name]} {fix}" if operator else f"{receiver}.{name}({fix})"
         break
+    if culprit is None and op_class(base, "tensor") == RANDOM and local_kind(was) in ("R", "I"):
+        # a draw in place: the ranks draw different numbers unless their generators agree
+        return f"seed the ranks' generators alike on {axis!r} and say so: synced_rng = {axis} under [spmd_mypy]"
     if culprit is None:
         return f"use the out-of-place {base} and rebind the name"
     if op_class_or_none(base, "tensor") == ASSIGN:
@@ -185,7 +201,8 @@ def _inplace_fix(ctx: Any, name: str, base: str, axis: str, was: AxisType, now: 
     elif operator and base in OPERATOR_SYMBOLS:
         rebound = f"{receiver} = {receiver} {OPERATOR_SYMBOLS[base]} {culprit}"
     else:
-        rebound = f"{receiver} = {receiver}.{base}({culprit})"
+        written = [f"{k}={_mypy.expr_text(e)}" if k else _mypy.expr_text(e) for k, e, _ in _mypy.call_args(ctx)]
+        rebound = f"{receiver} = {receiver}.{base}({', '.join(written)})"
     return f"{rebound} ({receiver} is then {now} on {axis!r})"
 
 

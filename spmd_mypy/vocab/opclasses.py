@@ -195,8 +195,18 @@ TORCH_FUNCTIONS: Final[dict[str, str]] = {
     **{n: FACTORY for n in _names("fft.fftfreq fft.rfftfreq")},
 }
 
+# In-place draws that exist only as Tensor methods (`w.uniform_()`): the
+# out-of-place names their in-place hooks look up.
+_INPLACE_DRAWS = _names("uniform exponential geometric log_normal cauchy random")
+
+# In-place methods that leave the values' SPMD type as it was (storage,
+# autograd flags): the receiver keeps its type (requires_grad_ makes it
+# carry a gradient).
+KEEP_INPLACE: Final[frozenset[str]] = _names("requires_grad_ resize_ resize_as_ share_memory_")
+
 TENSOR_METHODS: Final[dict[str, str]] = {
     **{n: RANDOM for n in _RANDOM},
+    **{n: RANDOM for n in _INPLACE_DRAWS},
     **{n: LINEAR for n in _LINEAR_COMMON},
     **{n: MULTILINEAR for n in _MULTILINEAR_COMMON},
     **{n: DIVIDE for n in _DIVIDE_COMMON},
