@@ -21,6 +21,7 @@ from ..vocab.opclasses import (
     DIVIDE,
     FACTORY,
     LINEAR,
+    NONLINEAR,
     WITHOUT_OPERANDS,
     AFFINE,
     NO_GRAD_RESULTS,
@@ -242,7 +243,13 @@ def _infer_one(
     if not any(isinstance(o, Spmd) for _, o in ops):
         return None
     if any(o is None for _, o in ops):
-        return None  # a plain tensor operand: gradual typing, result unknown
+        # A plain tensor operand: gradual typing, the result is unknown.  But a
+        # nonlinear or random op is wrong on a P operand whatever the others
+        # are (`F.layer_norm(x, shape, weight)` with an unannotated weight), so
+        # its typed operands are checked alone.
+        if cls in (NONLINEAR, RANDOM):
+            _infer_typed(ctx, name, cls, namespace, [op for op in ops if op[1] is not None], n_product, report)
+        return None
     if cls == FACTORY:
         return _infer_typed(ctx, name, cls, namespace, ops, n_product, report)[0]
     product = contraction.site(ctx, name) if contraction.is_product(name) else None
