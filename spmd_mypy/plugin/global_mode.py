@@ -304,8 +304,10 @@ _SIZED_FACTORIES = frozenset(("zeros", "ones", "empty"))
 
 def _replicated_factory(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Typed:
     rank = _mypy.size_rank(ctx)
-    local = op_inference.infer(ctx, name, cls, namespace, receiver) if rank is not None else None
-    if local is None or rank is None:
+    if rank is None:
+        return None
+    local = op_inference.infer(ctx, name, cls, namespace, receiver)
+    if local is None:
         return None
     return (Spmd.of({}, PartitionSpec(*([None] * rank)), local.nograd),)
 
@@ -326,18 +328,17 @@ def _per_axis_operand(
     dims' fate through the op depends on the ranks), is an error, never a
     silent fall back to the local rules."""
     laid = [(a, t) for a, t in o.axes.items() if scope.has(a) and (isinstance(t, Shard) or t is V)]
-    why = f"is {laid[0][1]} on axis {laid[0][0]!r} in the per-axis form, which gives no rank" if laid else ""
-    # an annotated operand (no `rest`): its author can write the spec; a
-    # factory's value (`*=R`) is left to the local rules (a limit, README)
-    for other, c in options if not laid and o.rest is None else ():
-        spec = c[0].spec if isinstance(c[0], Spmd) else None
-        axes = [a for a in spec.axes if scope.has(a)] if spec is not None else []
-        if axes:
-            why = (
-                f"is in the per-axis form, which gives no rank, beside {other} sharded on "
-                f"{', '.join(repr(a) for a in axes)}"
-            )
-            break
+    why = ""
+    if laid:
+        why = f"is {laid[0][1]} on axis {laid[0][0]!r} in the per-axis form, which gives no rank"
+    elif o.rest is None:  # annotated: its author can write the spec (a factory's `*=R`: a README limit)
+        for other, c in options:
+            sharded = _global_spec_axes(c[0], scope)
+            if sharded:
+                why = f"is in the per-axis form, which gives no rank, beside {other} sharded on " + ", ".join(
+                    repr(a) for a in sharded
+                )
+                break
     if not why:
         return None
     _mypy.fail(
@@ -348,6 +349,12 @@ def _per_axis_operand(
         SPMD_GLOBAL,
     )
     return (None,)
+
+
+def _global_spec_axes(o: object, scope: Scope) -> List[str]:
+    """The global axes a spec-form operand's spec shards (none for any other operand)."""
+    spec = o.spec if isinstance(o, Spmd) else None
+    return [a for a in spec.axes if scope.has(a)] if spec is not None else []
 
 
 def _out_partial(ctx: Any) -> Optional[Tuple[str, ...]]:
