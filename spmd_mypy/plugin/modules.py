@@ -83,8 +83,39 @@ def _functional_forward(
         typ = _mypy.without_none(_mypy.attribute_read(ctx.api, receiver, name, ctx.context))
         if typ is not None and _mypy.is_tensor(typ):
             formals.append((name, _mypy.member(base, name), typ))
+    unseen: List[str] = []
+    for name, position in module.settings:  # the dim of nn.Softmax(dim=...)
+        value = _mypy.constructor_argument(base, name, position)
+        if value is None:
+            value = _mypy.member(base, name)
+            unseen.append(_mypy.expr_text(value))
+        formals.append((name, value, ctx.api.named_generic_type("builtins.int", [])))
     call = _mypy.op_call(ctx.api, ctx.context, formals, _mypy.plain_tensor(ctx.api))
-    return _op_hook(module.op)(call)
+    if not unseen:
+        return _op_hook(module.op)(call)
+    mark = _mypy.error_mark(ctx.api)
+    result = _op_hook(module.op)(call)
+    _mypy.reword_since(mark, CODES, _settings_unseen(module.op, unseen))
+    return result
+
+
+_NOT_LITERAL = "has arguments that are not literals, so its rule cannot be checked"
+
+
+def _settings_unseen(op: str, settings: List[str]) -> Callable[[str], str]:
+    """Global code's message on a module whose setting (`self.sm.dim`) the
+    call does not show: it names the setting, and the hint the two calls
+    that show it."""
+
+    def reword(message: str) -> str:
+        if _NOT_LITERAL not in message:
+            return message
+        head = message.partition(". Hint: ")[0].replace(
+            _NOT_LITERAL, f"runs with {', '.join(settings)}, set where the module is built (the checker reads it "
+            "only from a constructor call written in the call), so its rule cannot be checked")
+        return f"{head}. Hint: call F.{op}(..., {settings[0].rpartition('.')[2]}=...) with the value written, or gather it first"
+
+    return reword
 
 
 def _module_call(ctx: Any) -> _mypy.Type:

@@ -246,9 +246,14 @@ def _infer_one(
         # A plain tensor operand: gradual typing, the result is unknown.  But a
         # nonlinear or random op is wrong on a P operand whatever the others
         # are (`F.layer_norm(x, shape, weight)` with an unannotated weight), so
-        # its typed operands are checked alone.
+        # its typed operands are checked alone.  So is an affine op's product
+        # when only the added term is plain (`F.linear(x, w, b)`, b
+        # unannotated): no bias makes a broken product right.
         if cls in (NONLINEAR, RANDOM):
             _infer_typed(ctx, name, cls, namespace, [op for op in ops if op[1] is not None], n_product, report)
+        elif cls == "affine" and all(o is not None for _, o in ops[:n_product]):
+            product = contraction.site(ctx, name) if contraction.is_product(name) else None
+            _infer_typed(ctx, name, cls, namespace, ops[:n_product], n_product, report, product)
         return None
     if cls == FACTORY:
         return _infer_typed(ctx, name, cls, namespace, ops, n_product, report)[0]

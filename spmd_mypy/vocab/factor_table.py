@@ -171,6 +171,7 @@ _REDUCTIONS: Final[Mapping[str, str]] = {
 _ALONG: Final[Mapping[str, Tuple[str, str, object, str]]] = {
     "softmax": (NEED_REPLICATION, "dim", None, "softmax normalises over it"),
     "log_softmax": (NEED_REPLICATION, "dim", None, "log_softmax normalises over it"),
+    "softmin": (NEED_REPLICATION, "dim", None, "softmin normalises over it"),
     "cumsum": (NEED_REPLICATION, "dim", None, "a cumulative op runs along it"),
     "cumprod": (NEED_REPLICATION, "dim", None, "a cumulative op runs along it"),
     "logcumsumexp": (NEED_REPLICATION, "dim", None, "a cumulative op runs along it"),

@@ -147,7 +147,7 @@ RESHAPES: Final = frozenset(
 # Reductions (dim at position 0, all dims when none is written): over the
 # partitioned dim the result is a per-rank value (V), over another it keeps the layout.
 REDUCTIONS: Final = frozenset(
-    "sum mean amax amin max min prod logsumexp norm argmax argmin std var softmax log_softmax".split()
+    "sum mean amax amin max min prod logsumexp norm argmax argmin std var softmax log_softmax softmin".split()
 )
 # Ops that pick rows by an index tensor: the layout is lost (V).
 REINDEX: Final = frozenset(

@@ -16,6 +16,9 @@ class FunctionalModule(NamedTuple):
 
     op: str  # the torch.nn.functional op its forward runs
     parameters: Tuple[str, ...]  # attributes passed to it, by its parameter names
+    # constructor arguments its forward passes on, by name (the op's parameter
+    # of that name; position in the constructor's signature): nn.Softmax(dim)
+    settings: Tuple[Tuple[str, int], ...] = ()
 
 
 # module class (fullname) -> its forward as a functional op.  nn.Linear's
@@ -40,14 +43,20 @@ FUNCTIONAL_MODULES: Final[Mapping[str, FunctionalModule]] = {
     "torch.nn.modules.linear.Identity": FunctionalModule("clone", ()),
     # elementwise activations: nn.GELU's forward is F.gelu(input, approximate=
     # self.approximate), and so on; their constructor arguments (a slope, an
-    # approximation) change no SPMD type.  Softmax-like modules take a dim,
-    # which the call does not show: not listed.
+    # approximation) change no SPMD type.
     **{f"torch.nn.modules.activation.{cls}": FunctionalModule(op, ()) for cls, op in (
         ("GELU", "gelu"), ("ReLU", "relu"), ("SiLU", "silu"), ("Tanh", "tanh"), ("Sigmoid", "sigmoid"),
         ("Mish", "mish"), ("LeakyReLU", "leaky_relu"), ("ELU", "elu"), ("CELU", "celu"), ("SELU", "selu"),
         ("Softplus", "softplus"), ("Hardswish", "hardswish"), ("Hardsigmoid", "hardsigmoid"),
         ("ReLU6", "relu6"), ("Hardtanh", "hardtanh"), ("LogSigmoid", "logsigmoid"),
         ("Tanhshrink", "tanhshrink"), ("Softsign", "softsign"),
+    )},
+    # nn.Softmax's forward is F.softmax(input, self.dim): the dim is a setting
+    # of the module, read where the call shows it (`nn.Softmax(dim=-1)(x)`),
+    # else not literal (global code then needs the operand unsharded).
+    # nn.Softmax2d (softmax over dim -3) is not listed.
+    **{f"torch.nn.modules.activation.{cls}": FunctionalModule(op, (), (("dim", 0),)) for cls, op in (
+        ("Softmax", "softmax"), ("LogSoftmax", "log_softmax"), ("Softmin", "softmin"),
     )},
 }
 

@@ -143,7 +143,7 @@ from .expressions import (
 )
 from .members import (
     SEQUENTIAL, chained_modules, message_expr, sequential_of,
-    attribute_read,
+    attribute_read, constructor_argument,
     declared_below,
     element_class,
     forward_owner,
@@ -475,7 +475,7 @@ __all__ = [
     "str_value",
     "is_name",
     # members and overrides
-    "attribute_read",
+    "attribute_read", "constructor_argument",
     "declared_below",
     "branches",
     "parameter_calls",

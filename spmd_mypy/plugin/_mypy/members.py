@@ -8,7 +8,9 @@ from typing import Any, List, Optional, Tuple
 
 from mypy.checkmember import analyze_member_access
 from mypy.nodes import (
+    ARG_NAMED,
     ARG_POS,
+    CallExpr,
     Context,
     Expression,
     DictExpr,
@@ -95,8 +97,8 @@ def receiver_expr(context: Context) -> Expression:
     """The module a call runs (`layer` in `layer(x)`, `lin` in `lin.forward(x)`);
     `self` for `super().forward(x)`."""
     callee = getattr(context, "callee", None)
-    if isinstance(callee, MemberExpr):
-        return callee.expr
+    if isinstance(callee, MemberExpr) and callee.name == "forward":
+        return callee.expr  # `lin.forward(x)`; `self.lin(x)` calls `self.lin`
     if isinstance(callee, SuperExpr) or callee is None:
         return NameExpr("self")
     return callee
@@ -127,6 +129,19 @@ def without_none(typ: Type) -> Optional[Type]:
 def member(base: Expression, name: str) -> MemberExpr:
     """`base.name`, an expression for messages only (never analysed)."""
     return MemberExpr(base, name)
+
+
+def constructor_argument(base: Expression, name: str, position: int) -> Optional[Expression]:
+    """The argument `name` (or positional `position`) of `base` when `base` is
+    the call that builds the module (`nn.Softmax(dim=-1)` in
+    `nn.Softmax(dim=-1)(x)`); None for a module held in a name or attribute,
+    or an argument not written."""
+    if not isinstance(base, CallExpr):
+        return None
+    for i, (kind, arg_name, arg) in enumerate(zip(base.arg_kinds, base.arg_names, base.args)):
+        if (kind == ARG_NAMED and arg_name == name) or (kind == ARG_POS and i == position):
+            return arg
+    return None
 
 
 def op_call(
