@@ -15,6 +15,7 @@ from . import _mypy, relation
 from .carrier import spmd_of
 from .errors import SPMD_GLOBAL
 from .global_mode import scope_of, spec_mismatch
+from .global_per_axis import unplaced, unplaced_message
 from .guard import STRICT, guarded, nothing, report_skipped
 
 
@@ -47,15 +48,17 @@ def _exact_arguments(ctx: Any) -> None:
             if got is None or mismatches(got, want):
                 continue
             exact = spec_mismatch(got, want, scope)
-            if exact is not None:
-                _mypy.fail(
-                    ctx.api,
-                    f"Argument {i + 1} is {exact[0]} where {exact[1]} is expected: in "
-                    f"global code the spec must match. Hint: "
-                    f"spmd.redistribute({_mypy.expr_text(expr)}, src={got!r}, dst={want!r})",
-                    expr,
-                    SPMD_GLOBAL,
-                )
+            if exact is None:
+                continue
+            place = unplaced(got, want, scope.has)
+            message = (
+                unplaced_message(f"Argument {i + 1}", want, *place, "expected")
+                if place is not None
+                else f"Argument {i + 1} is {exact[0]} where {exact[1]} is expected: in "
+                f"global code the spec must match. Hint: "
+                f"spmd.redistribute({_mypy.expr_text(expr)}, src={got!r}, dst={want!r})"
+            )
+            _mypy.fail(ctx.api, message, expr, SPMD_GLOBAL)
 
 
 def exact_declared(inner: Callable[[Any], Any], what: str) -> Callable[[Any], Any]:
@@ -83,10 +86,11 @@ def _exact_declared(ctx: Any, declared: Any, what: str) -> None:
             if exact is not None:
                 value = ctx.args[0][0] if ctx.args and ctx.args[0] else None
                 name = _mypy.expr_text(value) if value is not None else "x"
-                _mypy.fail(
-                    ctx.api,
-                    f"{what} is {exact[0]} where {exact[1]} is declared: in global code the spec "
-                    f"must match. Hint: spmd.redistribute({name}, src={got!r}, dst={want!r})",
-                    ctx.context,
-                    SPMD_GLOBAL,
+                place = unplaced(got, want, scope.has)
+                message = (
+                    unplaced_message(what, want, *place, "declared")
+                    if place is not None
+                    else f"{what} is {exact[0]} where {exact[1]} is declared: in global code the spec "
+                    f"must match. Hint: spmd.redistribute({name}, src={got!r}, dst={want!r})"
                 )
+                _mypy.fail(ctx.api, message, ctx.context, SPMD_GLOBAL)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optiona
 
 from ..vocab.collectives import CollectiveError, plan
 from ..vocab.localtype import P, Shard, V, AxisType
-from ..vocab.opclasses import REFLECTED, SCALAR, op_class
+from ..vocab.opclasses import FACTORY_RANKS, REFLECTED, SCALAR, op_class
 from ..vocab.spec import PartitionSpec, SpecError, Spmd, mismatches
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
 from . import _mypy, callsite, op_inference
@@ -237,7 +237,7 @@ def _global_op(
 ) -> Typed:
     _global_rules()
     options = callsite.operands(ctx, name, receiver)
-    if not options and namespace == "torch" and name in _SIZED_FACTORIES:
+    if not options and namespace == "torch" and name in FACTORY_RANKS:
         return _replicated_factory(ctx, name, cls, namespace, receiver)
     if not options or any(len(c) != 1 or c[0] is None for _, c in options):
         return None  # a Union or a plain tensor: the local rules (unknown result)
@@ -296,14 +296,13 @@ def _global_op(
     return (merge(g, local, scope, out_partial, sized=any(o.shape is not None for o in spmds)),)
 
 
-# torch.zeros(3, 4) and the like: the same value on every rank, of the rank
-# their sizes give, so in spec form (an op beside a sharded operand then
-# follows the factor rules; a per-axis `*=R` would fall back to the local ones).
-_SIZED_FACTORIES = frozenset(("zeros", "ones", "empty"))
+# torch.zeros(3, 4), torch.arange(n) and the like: the same value on every
+# rank, of the rank their sizes give, so in spec form (an op beside a sharded
+# operand then follows the factor rules; a per-axis `*=R` would have no rank).
 
 
 def _replicated_factory(ctx: Any, name: str, cls: str, namespace: str, receiver: bool) -> Typed:
-    rank = _mypy.size_rank(ctx)
+    rank = FACTORY_RANKS[name] or _mypy.size_rank(ctx)
     if rank is None:
         return None
     local = op_inference.infer(ctx, name, cls, namespace, receiver)
@@ -323,15 +322,18 @@ def _per_axis_operand(
 ) -> Typed:
     """An operand in per-axis form: no rank, so no factor rule applies.  With
     only R/I/P on the global axes, and no other operand sharded on one, the
-    local rules are exact; a layout there (S(i) or V), or, for an annotated
-    operand, a spec-form operand sharded on a global axis beside it (its
-    dims' fate through the op depends on the ranks), is an error, never a
-    silent fall back to the local rules."""
+    local rules are exact; a layout there (S(i) or V), or a spec-form operand
+    sharded on a global axis beside it (its dims' fate through the op
+    depends on the ranks), is an error, never a silent fall back to the
+    local rules.  A factory's value (`torch.zeros(shape)`: every axis given
+    by its `*=` type) gets a hint that gives it a rank."""
     laid = [(a, t) for a, t in o.axes.items() if scope.has(a) and (isinstance(t, Shard) or t is V)]
     why = ""
     if laid:
         why = f"is {laid[0][1]} on axis {laid[0][0]!r} in the per-axis form, which gives no rank"
-    elif o.rest is None:  # annotated: its author can write the spec (a factory's `*=R`: a README limit)
+    elif isinstance(o.rest, Shard) or o.rest is V:  # a draw: `*=V`
+        laid, why = [("*", o.rest)], f"is {o.rest} on every axis it does not name ({o}), so of no rank"
+    else:
         for other, c in options:
             sharded = _global_spec_axes(c[0], scope)
             if sharded:
@@ -341,10 +343,16 @@ def _per_axis_operand(
                 break
     if not why:
         return None
+    hint = (
+        f"annotate {text} in spec form, Spmd(spec=PartitionSpec(...))"
+        if o.rest is None
+        else f"give {text} a rank: write its sizes as literals (torch.zeros(4, 8)), or make it with a *_like "
+        f"op of a spec-form tensor"
+    )
     _mypy.fail(
         ctx.api,
         f"{display_name(name, namespace)} in global code: {text} {why}, so {'its' if laid else 'the'} layout "
-        f"cannot be propagated through the op. Hint: annotate {text} in spec form, Spmd(spec=PartitionSpec(...))",
+        f"cannot be propagated through the op. Hint: {hint}",
         ctx.context,
         SPMD_GLOBAL,
     )

@@ -8,7 +8,8 @@ wrong dim.  Three places make the dims count:
 
   * comparisons (arguments, returns, annotated assignments, redistribute's
     src) with a per-axis side: each global axis sharding a dim on both sides
-    must shard the same one (`shard_mismatch`);
+    must shard the same one, and a V value (no dim) meets no type that
+    shards a dim on its axis (`shard_mismatch`);
   * typed collectives on a global axis of a per-axis operand: the local
     rules are exact only when src's S(i) is the dim the axis shards and no
     other global axis shards a dim the collective cuts or fills (then the
@@ -41,17 +42,38 @@ def _dims(spmd: Spmd, is_global: IsGlobal, rank: Optional[int]) -> Dict[str, int
 
 def shard_mismatch(got: Spmd, want: Spmd, is_global: IsGlobal) -> Optional[Tuple[str, str]]:
     """(got, want) written out when one side is in per-axis form and a global
-    axis shards a dim on both sides but not the same one, or two global axes
-    share a dim whose order the per-axis side cannot state; else None."""
+    axis shards a dim on both sides but not the same one, or is V in `got`
+    (no dim) where `want` shards one, or two global axes share a dim whose
+    order the per-axis side cannot state; else None."""
     if got.spec is not None and want.spec is not None:
         return None  # global_mode.spec_mismatch compares specs
     rank = got.ndim if got.ndim is not None else want.ndim
     gd, wd = _dims(got, is_global, rank), _dims(want, is_global, rank)
     differ = any(gd[a] != wd[a] for a in gd.keys() & wd.keys())
+    differ = differ or unplaced(got, want, is_global) is not None
     spec = got.spec if got.spec is not None else want.spec
     if not differ and spec is not None:
         differ = any(sum(1 for a in d if is_global(a)) > 1 for d in spec.dims if set(d) & (gd.keys() & wd.keys()))
     return (repr(got), repr(want)) if differ else None
+
+
+def unplaced(got: Spmd, want: Spmd, is_global: IsGlobal) -> Optional[Tuple[str, int]]:
+    """(axis, dim) where `got`, in per-axis form, is V on a global axis (no
+    dim written) and `want` shards that dim on it; else None."""
+    if got.spec is not None:
+        return None
+    dims = _dims(want, is_global, got.ndim if got.ndim is not None else want.ndim)
+    return next(((a, d) for a, d in dims.items() if got.axis_type(a) is V), None)
+
+
+def unplaced_message(what: str, want: Spmd, axis: str, dim: int, verb: str) -> str:
+    """The error for an `unplaced` value: no collective fixes it, the type
+    that made it must say its dim."""
+    return (
+        f"{what} is V on axis {axis!r} where {want!r} is {verb}, sharding dim {dim} on it: in "
+        f"global code a per-axis V does not say which dim it shards, so the layout cannot be checked. "
+        f"Hint: write the dim where its type is declared, S({dim}) in place of V on {axis!r}, if that is the dim it shards"
+    )
 
 
 def shared_dim(spmd: Spmd, is_global: IsGlobal) -> Optional[Tuple[int, List[str]]]:

@@ -131,6 +131,16 @@ WITHOUT_OPERANDS: Final[dict[str, AxisType]] = {
     **{n: V for n in _names("rand randn randint randperm normal")},
 }
 
+# The rank of a shape-driven factory's result (global code takes it as a
+# replicated value of that rank): fixed for ranges (1-D) and eye (2-D), else
+# (None) the count of sizes the call writes.  Draws are absent: a value that
+# differs per rank has no spec form.
+FACTORY_RANKS: Final[dict[str, Optional[int]]] = {
+    **{n: None for n in _names("zeros ones empty full")},
+    **{n: 1 for n in _names("arange linspace logspace")},
+    "eye": 2,
+}
+
 # torch.special, torch.linalg and torch.fft are untyped (Any) in torch's own
 # stubs, so mypy runs no hook on their calls.  The plugin types direct calls of
 # the functions named here, keyed "<module>.<name>" ("special.expit"), like any

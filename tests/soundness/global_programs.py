@@ -183,6 +183,31 @@ def _all_axes(spec: Spec) -> List[str]:
 NONLINEAR = ("torch.relu({0})", "F.gelu({0})")
 
 
+def _factories(x: Value) -> List[Cand]:
+    """x beside a factory's value: of a rank the call does not write (the
+    local shape, which runs: a careless author takes the sum for x's type),
+    and of literal sizes broadcast on x's last dim (a replicated [n])."""
+    g, out = x.gtype, []
+    e = f"{x.name} + torch.zeros(tuple({x.name}.shape))"
+    if g is None:
+        out.append(_bad(e, x.local, "unknown operand"))
+    elif _all_axes(g.spec):
+        out.append(Cand(e, x.local, None, "a factory of unknown rank beside a sharded operand", g))
+    elif g.partial:
+        out.append(_bad(e, x.local, "a Partial operand added to a non-Partial one"))
+    else:
+        out.append(Cand(e, x.local, g))
+    if x.local:
+        e = f"{x.name} * torch.ones({x.local[-1]})"
+        if g is None:
+            out.append(_bad(e, x.local, "unknown operand"))
+        elif g.spec[-1]:
+            out.append(_bad(e, x.local, "a replicated factory beside a dim sharded in the other operand"))
+        else:
+            out.append(Cand(e, x.local, g))
+    return out
+
+
 def unary(x: Value) -> List[Cand]:
     out: List[Cand] = []
     g = x.gtype
@@ -197,6 +222,7 @@ def unary(x: Value) -> List[Cand]:
     e = f"{x.name} * 2.0"
     out.append(Cand(e, x.local, g) if g is not None else _bad(e, x.local, "unknown operand"))
     nd = len(x.local)
+    out += _factories(x)
     for d in range(nd):
         e = f"torch.softmax({x.name}, dim={d})"
         if g is None:
@@ -545,6 +571,8 @@ def global_programs(draw: st.DrawFn, max_statements: int = 4, p_bad: int = 10, p
     out = last.gtype
     if out is None and per_axis and last.belief is not None and last.belief.valid():
         out = last.belief  # the author's belief: returned as if the contraction were right
+        if draw(st.integers(0, 3)) == 0:
+            out = draw(near_miss(out))  # a wrong return: found where the value's layout was lost
     elif out is None:
         out = draw(gtypes(len(last.local)))
     elif draw(st.integers(0, 7)) == 0:

@@ -104,13 +104,13 @@ _LAST_CALL_ARGS: List[Any] = [None, ()]
 
 def size_rank(ctx: Any) -> Optional[int]:
     """The rank a factory's sizes give (`zeros(3, n)`, `ones((3, 4))`,
-    `empty(size=[b, s, h])`): the count of int positional arguments, or the
-    length of one tuple or list display; None otherwise (`zeros(shape)`,
+    `empty(size=[b, s, h])`, `full((3, 4), x)`): the count of int positional
+    arguments, or the length of a first tuple or list display; None otherwise (`zeros(shape)`,
     `zeros(*shape)`)."""
     if any(k in (ARG_STAR, ARG_STAR2) for kinds in ctx.arg_kinds for k in kinds):
         return None
     sizes = [(e, t) for name, e, t in call_args(ctx) if name is None or name == "size"]
-    if len(sizes) == 1 and isinstance(sizes[0][0], (TupleExpr, ListExpr)):
+    if sizes and isinstance(sizes[0][0], (TupleExpr, ListExpr)):  # full((3, 4), 0.5): the fill follows
         return len(sizes[0][0].items)
     ints = [get_proper_type(t) for _, t in sizes]
     if ints and all(isinstance(t, Instance) and t.type.fullname == "builtins.int" for t in ints):
