@@ -25,6 +25,7 @@ from ..vocab.opclasses import (
     AFFINE,
     ASSIGN,
     DTYPE_CASTS,
+    FILL_VALUES,
     FACTORY,
     NO_GRAD_RESULTS,
     NONLINEAR,
@@ -50,7 +51,7 @@ def quick_lane(
     (None when its rule needs more than its operands' types: products,
     affine, factory, random and assigning ops).  It is the op's hook itself:
     the most frequent call of the plugin goes through no other function."""
-    if cls in (FACTORY, RANDOM, ASSIGN) or name in AFFINE or contraction.is_product(name):
+    if cls in (FACTORY, RANDOM, ASSIGN) or name in AFFINE or name in FILL_VALUES or contraction.is_product(name):
         return None
     scalars = name in SCALAR_OPERANDS
     reflected = name in REFLECTED

@@ -16,17 +16,19 @@ from ..vocab.localtype import I, P, AxisType, grad_type, local_kind
 from ..vocab.opclasses import (
     ASSIGN,
     DTYPE_CASTS,
+    FILL_VALUES,
     KEEP_INPLACE,
     RANDOM,
     NONLINEAR,
     cast_class,
+    fill_class,
     op_class,
     op_class_or_none,
     out_of_place,
 )
 from ..vocab.opnames import OPERATOR_SYMBOLS, UNTYPED_TENSOR_METHODS, VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
-from . import _mypy, partitioned
+from . import _mypy, item_writes, partitioned
 from .answers import remembered, restore_parameters
 from .callsite import has_typed_operand, receiver_text, typed_result
 from .carrier import carrier, spmd_of
@@ -49,6 +51,8 @@ def op_hook(
     """The hook for one op name (built once per fullname, cached by the plugin)."""
     if receiver and name == "backward":
         return guarded(_backward, default_return)
+    if receiver and name == "__setitem__":
+        return guarded(item_writes.setitem, default_return)
     if receiver and name in KEEP_INPLACE:
         return guarded(lambda ctx: _keeps_type(ctx, name), default_return)
     base = out_of_place(name) if receiver else None
@@ -71,11 +75,12 @@ def op_hook(
         return typed(ctx)
 
     def compute(ctx: Any) -> _mypy.Type:
-        refined = refine(ctx, name, cls, namespace, receiver) if refine is not None else None
+        op_cls = cast_class(name, dtype_written(ctx), cls) if receiver and name in DTYPE_CASTS else cls
+        rule_cls = fill_class(cls, zero_fill(ctx, fill)) if fill is not None else op_cls
+        refined = refine(ctx, name, rule_cls, namespace, receiver) if refine is not None else None
         if refined is not None:
             return typed_result(ctx, refined[0], True)
-        op_cls = cast_class(name, dtype_written(ctx), cls) if receiver and name in DTYPE_CASTS else cls
-        spmd = infer_all(ctx, name, op_cls, namespace, receiver)
+        spmd = infer_all(ctx, name, rule_cls, namespace, receiver)
         if not isinstance(spmd, Alternatives):  # PS(i)/PSA(i) operands (seed 004)
             spmd = partitioned.adjust(ctx, name, namespace, receiver, spmd)
         if op_cls is NONLINEAR and op_cls is not cls and isinstance(spmd, Spmd):
@@ -93,7 +98,10 @@ def op_hook(
 
     # a product contracting a sharded dim reads the axes declared partial at
     # the call (contraction.Site): its answer is kept per those axes
-    typed = remembered(compute, restore_parameters, site=declared_exempt)
+    fill = FILL_VALUES.get(name)
+    # the fill value of F.pad (a float, which keys leave out) goes into the key
+    zero = (lambda ctx: zero_fill(ctx, fill)) if fill is not None else None
+    typed = remembered(compute, restore_parameters, also=zero, site=declared_exempt)
     # most calls: the op's lane answers from its operands' types, or a
     # factory's from its name (op_lane.py), else the general path
     lane = quick_lane(name, cls, namespace, receiver, general) or factory_lane(name, namespace, general)
@@ -101,6 +109,14 @@ def op_hook(
     if form is not None:
         return guarded(_untyped_method(lane or general, form), default_return)
     return guarded(lane or general, default_return)
+
+
+def zero_fill(ctx: Any, param: str) -> bool:
+    """Whether the call's fill value `param` is absent or a literal 0 / None."""
+    for expr, _ in _mypy.formal_args(ctx, param):
+        value = _mypy.literal_value(expr)
+        return value is None or (value.__class__ in (int, float, bool) and value == 0)
+    return True
 
 
 def _untyped_method(inner: Callable[[Any], _mypy.Type], form: str) -> Callable[[Any], _mypy.Type]:

@@ -435,6 +435,7 @@ def out_of_place(name: str) -> Optional[str]:
 # Partial product plus a Replicate bias is an error, like `partial_out + bias`.
 AFFINE: Final[dict[str, Tuple[Tuple[str, ...], str]]] = {
     "linear": (("input", "weight"), "bias"),
+    "bilinear": (("input1", "input2", "weight"), "bias"),
     "addmm": (("mat1", "mat2"), "input"),
     "addmv": (("mat", "vec"), "input"),
     "addbmm": (("batch1", "batch2"), "input"),
@@ -471,6 +472,19 @@ NO_GRAD_RESULTS: Final = _names(
 # carries no gradient, like `.long()`; to any other dtype it stays linear.
 DTYPE_CASTS: Final = _names("to type")
 INTEGER_DTYPES: Final = _names("int8 int16 int32 int64 uint8 uint16 uint32 uint64 int short long bool")
+
+
+# Ops whose fill value decides their class: name -> the value's parameter.
+# Padding with zeros is linear (the pad adds nothing to a pending sum); a
+# constant c != 0 would be added once per rank (nonlinear: a Partial operand
+# is an error).  A value not written, or written as a literal 0 / None, is
+# zero; any other, or one not literal, is not.
+FILL_VALUES: Final[dict[str, str]] = {"pad": "value", "constant_pad_nd": "value"}
+
+
+def fill_class(cls: str, zero: bool) -> str:
+    """The class of a FILL_VALUES op of class `cls`, its fill zero or not."""
+    return cls if zero else NONLINEAR
 
 
 def cast_class(name: str, dtype: Optional[str], cls: str) -> str:

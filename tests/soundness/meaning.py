@@ -325,8 +325,11 @@ def run(program: Any, inputs: Mapping[str, Grid]) -> Grid:
     for st in program.statements:
         if st.op is None:
             code = compile(st.expr, "<line>", "eval")
+            write = compile(f"{st.name}{st.write}", "<write>", "exec") if getattr(st, "write", "") else None
             for r in range(WORLD):
                 env[r][st.name] = eval(code, namespace, env[r])  # noqa: S307 - our own lines
+                if write is not None:  # an item write into the new value
+                    exec(write, namespace, env[r])  # noqa: S102 - our own lines
         else:
             for members in groups(st.axis):
                 outs = collective(st.op, st.src, st.dst, [env[r][st.arg] for r in members])

@@ -58,13 +58,14 @@ class Stmt:
     dst: str = ""
     expert: bool = False
     annot: Optional[Tuple[Tuple[str, str], ...]] = None  # an annotated local: (axis, type) pairs
+    write: str = ""  # an item write into the new value on the next line: "[0] = v2"
 
     def render(self) -> str:
         target = self.name
         if self.annot is not None:
             target += ": " + annotation(dict(self.annot), False, 0)
         if self.op is None:
-            return f"{target} = {self.expr}"
+            return f"{target} = {self.expr}" + (f"\n    {self.name}{self.write}" if self.write else "")
         axis = repr(self.axis) if isinstance(self.axis, str) else "(" + ", ".join(map(repr, self.axis)) + ")"
         axis = axis.replace("'", '"')
         extra = ", expert_mode=True" if self.expert else ""
@@ -482,6 +483,30 @@ def unary_candidates(name: str, x: Value, helpers: Sequence[Helper] = ()) -> Lis
     return out
 
 
+def write_candidates(name: str, x: Value, values: Sequence[Value]) -> List[Candidate]:
+    """`name = x.clone()` then an item write into it: a number (0.0 adds
+    nothing; 1.0 is affine) or a value shaped like a row.  An in-place write
+    keeps name's type: the write is the linear op of the two, and a result of
+    another type is an error."""
+    if not x.shape:
+        return []
+    out = []
+    writes = [("[0] = 0.0", None), ("[0] = 1.0", None)] + [
+        (f"[0] = {y.name}", y) for y in values if y.shape == x.shape[1:] and y.name != x.name
+    ] + [(f"[0] = {y.name}[0]", y) for y in values if y.shape == x.shape and y.name != x.name]
+    for write, y in writes:
+        if y is None:
+            result, why = _types_of_op(AFFINE, [x.types]) if write.endswith("1.0") else (dict(x.types), [])
+        else:
+            result, why = _types_of_op(LINEAR, [x.types, y.types])
+        for a in AXES:
+            r, t = result[a], x.types[a]
+            if r is not None and t is not None and _local(r) != _local(t):
+                why.append(f"{a}: the write makes {name} {r} where it is {t}")
+        out.append(Candidate(Stmt(name, expr=f"{x.name}.clone()", write=write), x.shape, dict(x.types), why))
+    return out
+
+
 def binary_candidates(name: str, x: Value, y: Value, flag: bool) -> List[Candidate]:
     out = []
     for template, cls, shape_fn in BINARY:
@@ -606,7 +631,7 @@ def _spelling(draw: st.DrawFn, t: str, shape: Shape) -> str:
 
 
 # statement kinds, weighted: "call" calls a helper, "select" takes a value from one of two branches
-_KINDS = ["unary"] * 3 + ["binary"] * 4 + ["collective"] * 6 + ["call"] * 2 + ["select"]
+_KINDS = ["unary"] * 3 + ["binary"] * 4 + ["collective"] * 6 + ["call"] * 2 + ["select", "write"]
 
 
 @st.composite
@@ -652,6 +677,11 @@ def programs(draw: st.DrawFn, max_statements: int = 6) -> Program:
                 cands = [c for c in cands if " if FLAG else " in c.stmt.expr and c.stmt.expr.count(x.name) == 1]
         elif kind == "call":
             cands = [h.call(x, name) for h in helpers]
+        elif kind == "write":
+            cands = write_candidates(name, x, values)
+            bad = [c for c in cands if c.why]
+            if bad and draw(st.booleans()):  # a careless write: the hole once found
+                cands = bad
         elif kind == "collective":
             careless = draw(st.integers(0, 5)) == 0
             cands = collective_candidates(name, x, careless)
