@@ -300,6 +300,18 @@ def _through(ctx: Any, module: Any, given: Tuple[_mypy.Expression, _mypy.Type], 
     return relation.call_through(ctx, fwd, f"{name}.forward", [(None, *given)])
 
 
+def table_forward(
+    ctx: Any, module: _mypy.Type, base: _mypy.Expression, given: Tuple[_mypy.Expression, _mypy.Type]
+) -> Optional[_mypy.Type]:
+    """`given` through the forward of `module` (written `base`) when its class
+    is a table row (nn.GELU, a Linear subclass): its functional op, checked;
+    None for any other module."""
+    found = _mypy.forward_owner(module)
+    if found is None or found[0] not in FUNCTIONAL_MODULES:
+        return None
+    return _functional_forward(ctx, found[0], found[1], given, base)
+
+
 def watched_chain(ctx: Any) -> Optional[_mypy.CallableType]:
     """The forward report_untyped judges `seq(x)` by: that of the chain's
     first module that declares no SPMD types and is no table class (None:
