@@ -9,7 +9,9 @@ Partial value or a literal zero (a constant c would be counted once per
 rank).  The positions come from the index: an index tensor that differs per
 rank (V) writes different places on each rank, so x is then V on that axis
 (and a pending sum written so is an error).  As for any in-place op, a write
-that would change x's type is an spmd-inplace error.
+that would change x's type is an spmd-inplace error.  In global code a
+write into a value laid out on a global axis is an error: the index names
+global positions, each rank writes its own shard's.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from ..vocab.collectives import fix_call
 from ..vocab.localtype import I, P, R, V, AxisType, local_kind
 from ..vocab.opclasses import LINEAR, SCALAR, Operand, OpRuleError, combine
 from ..vocab.spec import Spmd
-from . import _mypy
+from . import _mypy, global_mode
 from .callsite import receiver_text
 from .carrier import spmd_of
-from .errors import SPMD_INPLACE, SPMD_OP
+from .errors import SPMD_GLOBAL, SPMD_INPLACE, SPMD_OP
 
 
 def setitem(ctx: Any) -> _mypy.Type:
@@ -38,12 +40,34 @@ def setitem(ctx: Any) -> _mypy.Type:
         return ctx.default_return_type  # a plain tensor: gradual typing, unchecked
     x = receiver_text(ctx)
     where = f"{x}[{_mypy.expr_text(index)}] = {_mypy.expr_text(value_expr)}"
+    if _sharded_in_global_code(ctx, where, x, target):
+        return ctx.default_return_type
     positions = _index_types(ctx, index)
     axes = sorted(set(target.axes) | (set(value.axes) if isinstance(value, Spmd) else set()))
     for axis in axes:
         if not _axis_ok(ctx, where, x, target, value, positions, axis):
             return ctx.default_return_type  # one error per write
     return ctx.default_return_type
+
+
+def _sharded_in_global_code(ctx: Any, where: str, x: str, target: Spmd) -> bool:
+    """In global code an index names global positions, but each rank writes
+    its own shard's: a write into a value laid out on a global axis is an
+    error (reported here) rather than typed by the local rules."""
+    scope = global_mode.scope_of(ctx)
+    if scope is None:
+        return False
+    laid = [a for a in target.axes if scope.has(a) and local_kind(target.axis_type(a) or R) == "V"]
+    if not laid:
+        return False
+    _fail(
+        ctx,
+        f"item write {where} in global code: {x} is laid out on {', '.join(repr(a) for a in laid)}, so each "
+        f"rank would write the positions of its own shard, not the global ones the index names",
+        "write it in local code (spmd.local_map), or gather it first",
+        SPMD_GLOBAL,
+    )
+    return True
 
 
 def _value(expr: _mypy.Expression, typ: _mypy.Type) -> object:
