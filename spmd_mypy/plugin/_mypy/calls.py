@@ -4,7 +4,8 @@ Function.forward), and typing an expression again."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
@@ -73,6 +74,16 @@ def fail_past_filters(api: Any, msg: str, context: Context, code: ErrorCode) -> 
         if watcher._filter is not False:
             break
         watcher._has_new_errors = True
+
+
+@contextmanager
+def errors_held(api: Any) -> Iterator[List[Tuple[str, Optional[ErrorCode]]]]:
+    """The errors reported inside, held back: on exit the list holds their
+    (message, code), for the caller to report (fail_past_filters)."""
+    held: List[Tuple[str, Optional[ErrorCode]]] = []
+    with api.msg.filter_errors(save_filtered_errors=True) as watcher:
+        yield held
+    held.extend((info.message, info.code) for info in watcher.filtered_errors())
 
 
 def checker_path(api: Any) -> Optional[str]:
