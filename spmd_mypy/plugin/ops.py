@@ -33,10 +33,11 @@ from .answers import remembered, restore_parameters
 from .callsite import has_typed_operand, receiver_text, typed_result
 from .carrier import carrier, spmd_of
 from .contraction import declared_exempt
-from .errors import SPMD_BACKWARD, SPMD_INPLACE
+from .errors import SPMD_ASSIGN, SPMD_BACKWARD, SPMD_INPLACE
 from .guard import default_attr, default_return, guarded
 from .op_inference import Alternatives, configure, infer, infer_all
 from .op_lane import dtype_written, factory_lane, quick_lane, transposed
+from .relation import report_against
 
 __all__ = ["configure", "op_hook", "attribute_hook", "check_out"]
 
@@ -235,6 +236,8 @@ def attribute_hook(name: str) -> Optional[Callable[[Any], _mypy.Type]]:
 
 def _attribute(ctx: Any, name: str, grad: bool) -> _mypy.Type:
     if ctx.is_lvalue:
+        if name == "data":
+            _data_write(ctx)
         return ctx.default_attr_type
     alternatives = _mypy.union_alternatives(ctx.type)
     if alternatives is not None:
@@ -244,6 +247,19 @@ def _attribute(ctx: Any, name: str, grad: bool) -> _mypy.Type:
         # type is not known stays the default.
         return _mypy.union_of([_attribute_of(ctx, t, name, grad) for t in alternatives])
     return _attribute_of(ctx, ctx.type, name, grad)
+
+
+def _data_write(ctx: Any) -> None:
+    """`x.data = value` swaps x's values in place: the value must fit x's
+    type per axis, as an annotated assignment's must (`.grad` writes are
+    left alone: a synced gradient written back has its post-sync type)."""
+    want = spmd_of(ctx.type)
+    value = _mypy.written_value(ctx.api, ctx.context) if want is not None else None
+    if value is None or want is None:
+        return
+    got = spmd_of(_mypy.quietly_typed(ctx.api, value))
+    if got is not None:
+        report_against(ctx.api, value, got, (want,), f"Value written to {_mypy.expr_text(ctx.context)}", SPMD_ASSIGN)
 
 
 def _attribute_of(ctx: Any, receiver: _mypy.Type, name: str, grad: bool) -> _mypy.Type:
