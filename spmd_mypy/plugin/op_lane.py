@@ -25,7 +25,8 @@ from ..vocab.opclasses import (
     AFFINE,
     ASSIGN,
     DTYPE_CASTS,
-    FILL_VALUES,
+    ARGUMENT_CLASSES,
+    DTYPE_ARGUMENT_OPS,
     FACTORY,
     NO_GRAD_RESULTS,
     NONLINEAR,
@@ -51,11 +52,11 @@ def quick_lane(
     (None when its rule needs more than its operands' types: products,
     affine, factory, random and assigning ops).  It is the op's hook itself:
     the most frequent call of the plugin goes through no other function."""
-    if cls in (FACTORY, RANDOM, ASSIGN) or name in AFFINE or name in FILL_VALUES or contraction.is_product(name):
+    if cls in (FACTORY, RANDOM, ASSIGN) or name in AFFINE or name in ARGUMENT_CLASSES or contraction.is_product(name):
         return None
     scalars = name in SCALAR_OPERANDS
     reflected = name in REFLECTED
-    casts = receiver and name in DTYPE_CASTS
+    casts = (receiver and name in DTYPE_CASTS) or name in DTYPE_ARGUMENT_OPS
     transposes = name in TRANSPOSES
     # question (the operands' strings; with the swap, dtype and dims where
     # they matter) -> the result's canonical string

@@ -15,13 +15,15 @@ from ..vocab.contractions import TRANSPOSES
 from ..vocab.localtype import I, P, AxisType, grad_type, local_kind
 from ..vocab.opclasses import (
     ASSIGN,
+    ARGUMENT_CLASSES,
+    DTYPE_ARGUMENT_OPS,
     DTYPE_CASTS,
-    FILL_VALUES,
     KEEP_INPLACE,
     RANDOM,
     NONLINEAR,
     cast_class,
-    fill_class,
+    argument_class,
+    keeps_class,
     op_class,
     op_class_or_none,
     out_of_place,
@@ -62,10 +64,13 @@ def op_hook(
         # (an op in no table is nonlinear, the safe default, as out of place).
         inplace_cls: str = op_class_or_none(name, namespace) or op_class(base, namespace)
         out_of_place_name: str = base
-        return guarded(
-            lambda ctx: _inplace(ctx, name, out_of_place_name, inplace_cls, namespace),
-            default_return,
-        )
+        by_argument = ARGUMENT_CLASSES.get(base)  # p.div_(2, rounding_mode="floor")
+
+        def inplace(ctx: Any) -> _mypy.Type:
+            keeps = by_argument is None or argument_keeps(ctx, *by_argument)
+            return _inplace(ctx, name, out_of_place_name, argument_class(inplace_cls, keeps), namespace)
+
+        return guarded(inplace, default_return)
     cls = op_class(name, namespace)
 
     def general(ctx: Any) -> _mypy.Type:
@@ -76,8 +81,8 @@ def op_hook(
         return typed(ctx)
 
     def compute(ctx: Any) -> _mypy.Type:
-        op_cls = cast_class(name, dtype_written(ctx), cls) if receiver and name in DTYPE_CASTS else cls
-        rule_cls = fill_class(cls, zero_fill(ctx, fill)) if fill is not None else op_cls
+        op_cls = cast_class(name, dtype_written(ctx), cls) if casts else cls
+        rule_cls = argument_class(cls, argument_keeps(ctx, *decided)) if decided is not None else op_cls
         refined = refine(ctx, name, rule_cls, namespace, receiver) if refine is not None else None
         if refined is not None:
             return typed_result(ctx, refined[0], True)
@@ -99,10 +104,12 @@ def op_hook(
 
     # a product contracting a sharded dim reads the axes declared partial at
     # the call (contraction.Site): its answer is kept per those axes
-    fill = FILL_VALUES.get(name)
-    # the fill value of F.pad (a float, which keys leave out) goes into the key
-    zero = (lambda ctx: zero_fill(ctx, fill)) if fill is not None else None
-    typed = remembered(compute, restore_parameters, also=zero, site=declared_exempt)
+    casts = (receiver and name in DTYPE_CASTS) or name in DTYPE_ARGUMENT_OPS
+    decided = ARGUMENT_CLASSES.get(name)
+    # the argument that decides the class (F.pad's fill, a float, which keys
+    # leave out) goes into the key
+    keeps = (lambda ctx: argument_keeps(ctx, *decided)) if decided is not None else None
+    typed = remembered(compute, restore_parameters, also=keeps, site=declared_exempt)
     # most calls: the op's lane answers from its operands' types, or a
     # factory's from its name (op_lane.py), else the general path
     lane = quick_lane(name, cls, namespace, receiver, general) or factory_lane(name, namespace, general)
@@ -112,11 +119,11 @@ def op_hook(
     return guarded(lane or general, default_return)
 
 
-def zero_fill(ctx: Any, param: str) -> bool:
-    """Whether the call's fill value `param` is absent or a literal 0 / None."""
+def argument_keeps(ctx: Any, param: str, test: str) -> bool:
+    """Whether the call's argument `param` (absent, or its literal value)
+    keeps its op's class (vocab.opclasses.keeps_class)."""
     for expr, _ in _mypy.formal_args(ctx, param):
-        value = _mypy.literal_value(expr)
-        return value is None or (value.__class__ in (int, float, bool) and value == 0)
+        return keeps_class(test, _mypy.literal_value(expr))
     return True
 
 

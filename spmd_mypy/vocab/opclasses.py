@@ -470,26 +470,45 @@ NO_GRAD_RESULTS: Final = _names(
 # `x.type(torch.long)`): to an integer or bool dtype a cast truncates, which
 # is not additive (nonlinear: a Partial operand is an error), and its result
 # carries no gradient, like `.long()`; to any other dtype it stays linear.
+# The reductions whose `dtype=` casts their input first do the same
+# (`p.sum(dtype=torch.int64)`).
 DTYPE_CASTS: Final = _names("to type")
+DTYPE_ARGUMENT_OPS: Final = _names("sum nansum cumsum mean nanmean")
 INTEGER_DTYPES: Final = _names("int8 int16 int32 int64 uint8 uint16 uint32 uint64 int short long bool")
 
 
-# Ops whose fill value decides their class: name -> the value's parameter.
-# Padding with zeros is linear (the pad adds nothing to a pending sum); a
-# constant c != 0 would be added once per rank (nonlinear: a Partial operand
-# is an error).  A value not written, or written as a literal 0 / None, is
-# zero; any other, or one not literal, is not.
-FILL_VALUES: Final[dict[str, str]] = {"pad": "value", "constant_pad_nd": "value"}
+# Ops whose class another argument written at the call decides: name ->
+# (parameter, test).  ZERO_FILL (a fill value): padding with zeros is
+# linear, a constant c != 0 would be added once per rank to a pending sum.
+# NO_ROUNDING (div's rounding_mode): a rounded quotient is not additive.
+# The op keeps its class when the argument is absent or passes the test
+# (a literal 0 / None, or None); otherwise, or when not literal, it is
+# nonlinear (a Partial operand is an error).
+ZERO_FILL, NO_ROUNDING = "zero fill", "no rounding"
+ARGUMENT_CLASSES: Final[dict[str, Tuple[str, str]]] = {
+    "pad": ("value", ZERO_FILL),
+    "constant_pad_nd": ("value", ZERO_FILL),
+    "div": ("rounding_mode", NO_ROUNDING),
+    "divide": ("rounding_mode", NO_ROUNDING),
+}
 
 
-def fill_class(cls: str, zero: bool) -> str:
-    """The class of a FILL_VALUES op of class `cls`, its fill zero or not."""
-    return cls if zero else NONLINEAR
+def keeps_class(test: str, value: object) -> bool:
+    """Whether an argument written as `value` (a Python literal, or any
+    other object when not literal) keeps its op's class under `test`."""
+    if value is None:
+        return True
+    return test == ZERO_FILL and value.__class__ in (int, float, bool) and value == 0
+
+
+def argument_class(cls: str, keeps: bool) -> str:
+    """The class of an ARGUMENT_CLASSES op of class `cls`."""
+    return cls if keeps else NONLINEAR
 
 
 def cast_class(name: str, dtype: Optional[str], cls: str) -> str:
     """The class of op `name` (of class `cls`) called with dtype `dtype` (a
     torch dtype's name, or None when no dtype is written)."""
-    if name in DTYPE_CASTS and dtype in INTEGER_DTYPES:
+    if (name in DTYPE_CASTS or name in DTYPE_ARGUMENT_OPS) and dtype in INTEGER_DTYPES:
         return NONLINEAR
     return cls
