@@ -116,7 +116,8 @@ def _axis_ok(
                 ctx,
                 f"item write {where} on axis {axis!r}: the index {varying[0]} differs per rank, so the ranks "
                 f"write a pending sum ({x} is {was}) at different positions",
-                f"{x} = {fix_call(P, R, axis, x)} before the write",
+                f"index with positions that are the same on every rank (R or I on {axis!r}), or write into "
+                f"a per-rank value",
                 SPMD_OP,
             )
             return False
@@ -140,9 +141,9 @@ def _fix(x: str, where: str, axis: str, code: str, was: AxisType, have: Operand)
     if code == "invariant-mixed":
         if have is I:
             return f"{lhs} = {fix_call(I, R, axis, value)}"
-        return f"{x} = {fix_call(I, R, axis, x)} before the write"
+        return f"{x} = {fix_call(I, R, axis, x)}; {where}"
     if was is P:
-        return f"{x} = {fix_call(P, I if have is I else R, axis, x)} before the write"
+        return f"{x} = {fix_call(P, I if have is I else R, axis, x)}; {where}"
     call = fix_call(P, I if was is I else R, axis, value) if have is P else None
     return f"{lhs} = {call}" if call is not None else f"write a value of {x}'s type ({was} on {axis!r})"
 

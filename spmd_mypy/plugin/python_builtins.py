@@ -8,7 +8,8 @@ and the join of two carriers of different SPMD types is a carrier of no
 type, so `sum([p, r])` of a Partial and a Replicate value was of unknown
 type and its error unreported.  A list, tuple or set display is summed as
 Python does, `0 + items[0] + items[1] + ...`: the zero start adds nothing,
-and each `+` is the add op's rule, reported with `sum(...)` as its name.
+and the items are the operands of one add (linear in all of them), reported
+with `sum(...)` as its name, its hint converting the items at fault.
 Any other iterable keeps mypy's answer (the items' one type, or unknown).
 """
 
@@ -34,13 +35,9 @@ def _builtin_sum(ctx: Any) -> _mypy.Type:
         return ctx.default_return_type
     if not _ADD:
         _ADD.append(ops.op_hook("add", "torch", False, global_mode.refine_op))
-    total_expr, total = typed[0]
-    with _mypy.errors_held(ctx.api) as held:
-        for k, (item, typ) in enumerate(typed[1:], start=2):
-            formals = [("input", total_expr, total), ("other", item, typ)]
-            total = _ADD[0](_mypy.op_call(ctx.api, ctx.context, formals, _mypy.plain_tensor(ctx.api)))
-            done = ", ".join(_mypy.expr_text(e) for e, _ in typed[:k])
-            total_expr = _mypy.message_expr(f"sum([{done}])", ctx.context)
+    formals = [("input" if k == 0 else f"other{k}", item, typ) for k, (item, typ) in enumerate(typed)]
+    with _mypy.errors_held(ctx.api) as held:  # one linear op of all the items: hints name them
+        total = _ADD[0](_mypy.op_call(ctx.api, ctx.context, formals, _mypy.plain_tensor(ctx.api)))
     # mypy tries sum's overloads with errors filtered, and an error there
     # would make it reject the overload: they go past the filters
     call = _mypy.expr_text(ctx.context)
