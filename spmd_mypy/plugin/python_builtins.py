@@ -33,6 +33,8 @@ def _builtin_sum(ctx: Any) -> _mypy.Type:
     typed = [(item, _mypy.typed_before(ctx.api, item)) for item in items]
     if not all(t is not None and _mypy.is_tensor(t) for _, t in typed):
         return ctx.default_return_type
+    if not any(_mypy.carried(t) is not None for _, t in typed):
+        return ctx.default_return_type  # plain tensors: mypy's own answer, as without the plugin
     if not _ADD:
         _ADD.append(ops.op_hook("add", "torch", False, global_mode.refine_op))
     formals = [("input" if k == 0 else f"other{k}", item, typ) for k, (item, typ) in enumerate(typed)]
