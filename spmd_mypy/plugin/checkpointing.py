@@ -22,10 +22,10 @@ at the partial's call, meet those relaxed parameters (mypy's check only).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from ..vocab.opnames import FUNCTION_NAMESPACES
-from . import _mypy, global_mode, modules, ops
+from . import _mypy, modules, ops
 from .guard import default_return, guarded
 from .relation import call_through, wants_of
 
@@ -42,7 +42,7 @@ def _checkpoint(ctx: Any) -> _mypy.Type:
             (name or (fn.arg_names[i] if i < len(fn.arg_names) else None) or f"arg{i}", expr, typ)
             for i, (name, expr, typ) in enumerate(args)
         ]
-        return _op_hook(*op)(_mypy.op_call(ctx.api, ctx.context, formals, fn.ret_type))
+        return ops.shared_op_hook(*op)(_mypy.op_call(ctx.api, ctx.context, formals, fn.ret_type))
     if len(args) == 1 and args[0][0] is None:  # checkpoint(self.act, h) of a table module (nn.GELU)
         typed = modules.table_forward(ctx, fn_type, fn_expr, (args[0][1], args[0][2]))
         if typed is not None:
@@ -57,16 +57,6 @@ def _torch_op(expr: _mypy.Expression) -> Optional[Tuple[str, str]]:
         if full.startswith(prefix) and "." not in full[len(prefix):]:
             return full[len(prefix):], namespace
     return None
-
-
-_OP_HOOKS: Dict[Tuple[str, str], Callable[[Any], _mypy.Type]] = {}
-
-
-def _op_hook(name: str, namespace: str) -> Callable[[Any], _mypy.Type]:
-    hook = _OP_HOOKS.get((name, namespace))
-    if hook is None:
-        hook = _OP_HOOKS[(name, namespace)] = ops.op_hook(name, namespace, False, global_mode.refine_op)
-    return hook
 
 
 def _partial(ctx: Any) -> _mypy.Type:

@@ -48,17 +48,22 @@ def _exact_arguments(ctx: Any) -> None:
             if got is None or mismatches(got, want):
                 continue
             exact = spec_mismatch(got, want, scope)
-            if exact is None:
-                continue
-            place = unplaced(got, want, scope.has)
-            message = (
-                unplaced_message(f"Argument {i + 1}", want, *place, "expected")
-                if place is not None
-                else f"Argument {i + 1} is {exact[0]} where {exact[1]} is expected: in "
-                f"global code the spec must match. Hint: "
-                f"spmd.redistribute({_mypy.expr_text(expr)}, src={got!r}, dst={want!r})"
-            )
-            _mypy.fail(ctx.api, message, expr, SPMD_GLOBAL)
+            if exact is not None:
+                message = _mismatch(f"Argument {i + 1}", "expected", _mypy.expr_text(expr), got, want, exact, scope)
+                _mypy.fail(ctx.api, message, expr, SPMD_GLOBAL)
+
+
+def _mismatch(what: str, verb: str, name: str, got: Any, want: Any, exact: Any, scope: Any) -> str:
+    """The error of a value (`name`) whose spec or dims differ from those
+    declared: a redistribute fixes it, unless it is a per-axis V that names
+    no dim (global_per_axis.unplaced)."""
+    place = unplaced(got, want, scope.has)
+    if place is not None:
+        return unplaced_message(what, want, *place, verb)
+    return (
+        f"{what} is {exact[0]} where {exact[1]} is {verb}: in global code the spec must match. "
+        f"Hint: spmd.redistribute({name}, src={got!r}, dst={want!r})"
+    )
 
 
 def exact_declared(inner: Callable[[Any], Any], what: str) -> Callable[[Any], Any]:
@@ -86,11 +91,4 @@ def _exact_declared(ctx: Any, declared: Any, what: str) -> None:
             if exact is not None:
                 value = ctx.args[0][0] if ctx.args and ctx.args[0] else None
                 name = _mypy.expr_text(value) if value is not None else "x"
-                place = unplaced(got, want, scope.has)
-                message = (
-                    unplaced_message(what, want, *place, "declared")
-                    if place is not None
-                    else f"{what} is {exact[0]} where {exact[1]} is declared: in global code the spec "
-                    f"must match. Hint: spmd.redistribute({name}, src={got!r}, dst={want!r})"
-                )
-                _mypy.fail(ctx.api, message, ctx.context, SPMD_GLOBAL)
+                _mypy.fail(ctx.api, _mismatch(what, "declared", name, got, want, exact, scope), ctx.context, SPMD_GLOBAL)

@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..vocab.spec import Spmd
 from ..vocab.torch_classes import FUNCTIONAL_MODULES, INDEX_FIELDS, NAMED_RESULTS
-from . import _mypy, global_mode, ops, relation
+from . import _mypy, ops, relation
 from .annotations import mentions_spmd
 from .callsite import plain_outside_spmd
 from .carrier import carrier, spmd_of
@@ -43,16 +43,6 @@ from .guard import default_attr, default_return, guarded
 from .untyped_regions import declares_spmd
 
 Hook = Callable[[Any], Any]
-
-_OP_HOOKS: Dict[str, Hook] = {}
-
-
-def _op_hook(op: str) -> Hook:
-    hook = _OP_HOOKS.get(op)
-    if hook is None:
-        hook = _OP_HOOKS[op] = ops.op_hook(op, "functional", False, global_mode.refine_op)
-    return hook
-
 
 def _input(ctx: Any) -> Optional[Tuple[_mypy.Expression, _mypy.Type]]:
     """The tensor a forward call passes (first positional, or `input=`)."""
@@ -92,9 +82,9 @@ def _functional_forward(
         formals.append((name, value, ctx.api.named_generic_type("builtins.int", [])))
     call = _mypy.op_call(ctx.api, ctx.context, formals, _mypy.plain_tensor(ctx.api))
     if not unseen:
-        return _op_hook(module.op)(call)
+        return ops.shared_op_hook(module.op, "functional")(call)
     mark = _mypy.error_mark(ctx.api)
-    result = _op_hook(module.op)(call)
+    result = ops.shared_op_hook(module.op, "functional")(call)
     _mypy.reword_since(mark, CODES, _settings_unseen(module.op, unseen))
     return result
 

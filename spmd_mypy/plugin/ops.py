@@ -8,7 +8,7 @@ or P on every axis, and the attributes of a carrier (`.T`, `.grad`).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ..vocab.collectives import fix_call
 from ..vocab.contractions import TRANSPOSES
@@ -30,7 +30,7 @@ from ..vocab.opclasses import (
 )
 from ..vocab.opnames import OPERATOR_SYMBOLS, UNTYPED_TENSOR_METHODS, VIEW_ATTRIBUTES, display_name
 from ..vocab.spec import Spmd
-from . import _mypy, item_writes, partitioned
+from . import _mypy, global_mode, item_writes, partitioned
 from .answers import remembered, restore_parameters
 from .callsite import has_typed_operand, receiver_text, typed_result
 from .carrier import carrier, spmd_of
@@ -41,7 +41,7 @@ from .op_inference import Alternatives, configure, infer, infer_all
 from .op_lane import dtype_written, factory_lane, quick_lane, transposed
 from .relation import report_against
 
-__all__ = ["configure", "op_hook", "attribute_hook", "check_out"]
+__all__ = ["configure", "op_hook", "shared_op_hook", "attribute_hook", "check_out"]
 
 # Global mode (global_mode.refine_op): None leaves the op to the local rules,
 # (type,) is the result it typed (None inside: unknown).
@@ -67,11 +67,12 @@ def op_hook(
         by_argument = ARGUMENT_CLASSES.get(base)  # p.div_(2, rounding_mode="floor")
 
         def inplace(ctx: Any) -> _mypy.Type:
-            keeps = by_argument is None or argument_keeps(ctx, *by_argument)
-            return _inplace(ctx, name, out_of_place_name, argument_class(inplace_cls, keeps), namespace)
+            return _inplace(ctx, name, out_of_place_name, _class_at(ctx, inplace_cls, by_argument), namespace)
 
         return guarded(inplace, default_return)
     cls = op_class(name, namespace)
+    casts = (receiver and name in DTYPE_CASTS) or name in DTYPE_ARGUMENT_OPS
+    decided = ARGUMENT_CLASSES.get(name)
 
     def general(ctx: Any) -> _mypy.Type:
         default = ctx.default_return_type
@@ -82,7 +83,7 @@ def op_hook(
 
     def compute(ctx: Any) -> _mypy.Type:
         op_cls = cast_class(name, dtype_written(ctx), cls) if casts else cls
-        rule_cls = argument_class(cls, argument_keeps(ctx, *decided)) if decided is not None else op_cls
+        rule_cls = _class_at(ctx, cls, decided) if decided is not None else op_cls
         refined = refine(ctx, name, rule_cls, namespace, receiver) if refine is not None else None
         if refined is not None:
             return typed_result(ctx, refined[0], True)
@@ -103,10 +104,8 @@ def op_hook(
         return typed_result(ctx, spmd, has_typed_operand(ctx, receiver))
 
     # a product contracting a sharded dim reads the axes declared partial at
-    # the call (contraction.Site): its answer is kept per those axes
-    casts = (receiver and name in DTYPE_CASTS) or name in DTYPE_ARGUMENT_OPS
-    decided = ARGUMENT_CLASSES.get(name)
-    # the argument that decides the class (F.pad's fill, a float, which keys
+    # the call (contraction.Site): its answer is kept per those axes; the
+    # argument that decides the class (F.pad's fill, a float, which keys
     # leave out) goes into the key
     keeps = (lambda ctx: argument_keeps(ctx, *decided)) if decided is not None else None
     typed = remembered(compute, restore_parameters, also=keeps, site=declared_exempt)
@@ -117,6 +116,25 @@ def op_hook(
     if form is not None:
         return guarded(_untyped_method(lane or general, form), default_return)
     return guarded(lane or general, default_return)
+
+
+_SHARED: Dict[Tuple[str, str], Callable[[Any], _mypy.Type]] = {}
+
+
+def shared_op_hook(name: str, namespace: str) -> Callable[[Any], _mypy.Type]:
+    """The hook of a function op (no receiver, global mode's step included)
+    for the hooks that run an op on a call they build (a module's forward,
+    checkpoint(F.gelu, h), sum([a, b]), a torch.special call): built once per op."""
+    hook = _SHARED.get((name, namespace))
+    if hook is None:
+        hook = _SHARED[(name, namespace)] = op_hook(name, namespace, False, global_mode.refine_op)
+    return hook
+
+
+def _class_at(ctx: Any, cls: str, decided: Optional[Tuple[str, str]]) -> str:
+    """The class of an op of class `cls` at this call: nonlinear where the
+    argument ARGUMENT_CLASSES names for it does not keep the class."""
+    return cls if decided is None else argument_class(cls, argument_keeps(ctx, *decided))
 
 
 def argument_keeps(ctx: Any, param: str, test: str) -> bool:
@@ -261,8 +279,10 @@ def _data_write(ctx: Any) -> None:
     type per axis, as an annotated assignment's must (`.grad` writes are
     left alone: a synced gradient written back has its post-sync type)."""
     want = spmd_of(ctx.type)
-    value = _mypy.written_value(ctx.api, ctx.context) if want is not None else None
-    if value is None or want is None:
+    if want is None:
+        return
+    value = _mypy.written_value(ctx.api, ctx.context)
+    if value is None:
         return
     got = spmd_of(_mypy.quietly_typed(ctx.api, value))
     if got is not None:

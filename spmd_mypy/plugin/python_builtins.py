@@ -17,10 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _mypy, global_mode, ops
+from . import _mypy, ops
 from .guard import default_return, guarded
-
-_ADD: list = []  # the add op's hook, built on first use
 
 
 def _builtin_sum(ctx: Any) -> _mypy.Type:
@@ -35,11 +33,9 @@ def _builtin_sum(ctx: Any) -> _mypy.Type:
         return ctx.default_return_type
     if not any(_mypy.carried(t) is not None for _, t in typed):
         return ctx.default_return_type  # plain tensors: mypy's own answer, as without the plugin
-    if not _ADD:
-        _ADD.append(ops.op_hook("add", "torch", False, global_mode.refine_op))
     formals = [("input" if k == 0 else f"other{k}", item, typ) for k, (item, typ) in enumerate(typed)]
     with _mypy.errors_held(ctx.api) as held:  # one linear op of all the items: hints name them
-        total = _ADD[0](_mypy.op_call(ctx.api, ctx.context, formals, _mypy.plain_tensor(ctx.api)))
+        total = ops.shared_op_hook("add", "torch")(_mypy.op_call(ctx.api, ctx.context, formals, _mypy.plain_tensor(ctx.api)))
     # mypy tries sum's overloads with errors filtered, and an error there
     # would make it reject the overload: they go past the filters
     call = _mypy.expr_text(ctx.context)
@@ -50,6 +46,6 @@ def _builtin_sum(ctx: Any) -> _mypy.Type:
 
 
 HOOKS = {
-    "builtins.abs": ops.op_hook("abs", "torch", False, global_mode.refine_op),
+    "builtins.abs": ops.shared_op_hook("abs", "torch"),
     "builtins.sum": guarded(_builtin_sum, default_return),
 }

@@ -16,20 +16,11 @@ type.  A wrapped call of anything else keeps its own type.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any
 
 from ..vocab.opclasses import untyped_function
-from . import _mypy, global_mode, ops
+from . import _mypy, ops
 from .guard import default_return, guarded
-
-_OP_HOOKS: Dict[str, Callable[[Any], _mypy.Type]] = {}
-
-
-def _op_hook(name: str) -> Callable[[Any], _mypy.Type]:
-    hook = _OP_HOOKS.get(name)
-    if hook is None:
-        hook = _OP_HOOKS[name] = ops.op_hook(name, "torch", False, global_mode.refine_op)
-    return hook
 
 
 def _untyped(ctx: Any) -> _mypy.Type:
@@ -41,7 +32,7 @@ def _untyped(ctx: Any) -> _mypy.Type:
     name = untyped_function(fullname)
     if name is None:
         return default  # a local name that shadows torch, or another attribute
-    result = _op_hook(name)(_mypy.call_context(ctx.api, call, _mypy.plain_tensor(ctx.api)))
+    result = ops.shared_op_hook(name, "torch")(_mypy.call_context(ctx.api, call, _mypy.plain_tensor(ctx.api)))
     named_tuple = _mypy.phantom_generic(ctx.api, name.replace(".", "_"), result)
     return named_tuple if named_tuple is not None else result
 
