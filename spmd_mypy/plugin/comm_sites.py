@@ -33,7 +33,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 from ..vocab.localtype import P, R, AxisType
 from . import _mypy
 from .carrier import spmd_of
-from .sourcefile import FileIndex
+from .sourcefile import FileIndex, statements
 
 __all__ = [
     "Site", "GRADIENT_SYNC", "PHASE_COLLECTIVE", "P2P", "collecting", "note_file", "wanted", "record_site",
@@ -172,7 +172,7 @@ def assigned_name(file: str, line: int, column: int) -> Optional[str]:
 
 def _targets(tree: ast.AST) -> Dict[Tuple[int, int], str]:
     out: Dict[Tuple[int, int], str] = {}
-    for node in ast.walk(tree):
+    for node in statements(tree):
         value = getattr(node, "value", None)
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target: ast.expr = node.targets[0]

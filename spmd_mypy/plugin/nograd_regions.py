@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
-from .sourcefile import FileIndex, callee_last_name
+from .sourcefile import FileIndex, callee_last_name, statements
 
 Region = Tuple[int, int, str]  # (first line, last line, NO_GRAD or FUNCTION)
 
@@ -53,7 +53,7 @@ def _span(node: ast.AST, kind: str) -> Region:
 
 def collect_regions(tree: ast.AST) -> Tuple[Region, ...]:
     out = []
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             if any(_grad_off(item.context_expr) for item in node.items) and node.body:
                 out.append((node.body[0].lineno, node.end_lineno or node.lineno, NO_GRAD))

@@ -51,7 +51,7 @@ from .errors import SPMD_ANNOTATION, SPMD_ARG, SPMD_GROUP
 from .groups import axis_of, unnamed_axis_message
 from .guard import default_return, guarded
 from .reading import check_axes
-from .sourcefile import FileIndex
+from .sourcefile import FileIndex, statements
 from .spec_argument import spec_argument
 
 __all__ = ["HOOKS", "configure"]
@@ -199,7 +199,7 @@ def _annotated_calls(tree: ast.AST) -> Set[Tuple[int, int]]:
     """The positions of calls that are the value of an annotated assignment (`h: T = call`)."""
     return {
         (node.value.lineno, node.value.col_offset)
-        for node in ast.walk(tree)
+        for node in statements(tree)
         if isinstance(node, ast.AnnAssign) and isinstance(node.value, ast.Call)
     }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Callable, Dict, Generic, Optional, Tuple, TypeVar
+from typing import Callable, Dict, Generic, Iterator, List, Optional, Tuple, TypeVar
 
 # torch's own installed sources never hold SPMD annotations; mypy analyzes
 # about 1,700 of them on a cold run, so they are not even stat-ed.  Nor do
@@ -71,6 +71,24 @@ def parse_source(data: bytes) -> Optional[ast.AST]:
         return ast.parse(module.code, feature_version=(3, 8))
     except Exception:
         return None
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every statement of a module's tree, nested ones too (and the except
+    handlers and match cases that hold them), parents before children: what
+    ast.walk finds of them without visiting a single expression (most of a
+    tree's nodes)."""
+    stack: List[ast.AST] = list(reversed(getattr(tree, "body", ())))
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if block and isinstance(block, list):
+                stack.extend(reversed(block))
 
 
 def dotted(node: ast.expr) -> Optional[str]:

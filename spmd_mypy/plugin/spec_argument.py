@@ -29,7 +29,7 @@ from . import _mypy
 from .annotations import AnnotationError
 from .callsite import spmd_expr_ast
 from .answers import depends_on_site
-from .sourcefile import FileIndex, dotted as dotted_name, file_version, installed_package, read_source, source_file
+from .sourcefile import FileIndex, dotted as dotted_name, statements, file_version, installed_package, read_source, source_file
 
 Resolve = Callable[[str], Optional[str]]
 
@@ -78,7 +78,7 @@ def _top_level(tree: ast.AST) -> _TopLevel:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             assigned[stmt.targets[0].id] = stmt.value
     _assignments(body, "", values, finals)
-    declared_global = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
+    declared_global = {n for node in statements(tree) if isinstance(node, ast.Global) for n in node.names}
     aliases = {
         n: v for n, v in assigned.items()
         if isinstance(v, ast.Attribute) and bound.get(n) == 1 and n not in declared_global

@@ -28,7 +28,7 @@ import ast
 from typing import Dict, List, Optional, Tuple
 
 from .positions import Pos
-from .sourcefile import FileIndex
+from .sourcefile import FileIndex, statements
 
 # Where a parameter's `Tensor` is written -> (the declared entry, a Spmd(...)
 # call; whether the parameter is its gradient: backward's).
@@ -86,7 +86,7 @@ def collect(tree: ast.AST) -> Dict[Pos, Entry]:
     out: Dict[Pos, Entry] = {}
     if not declared:
         return out
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if not isinstance(node, ast.ClassDef) or node.name not in declared:
             continue
         if not any(_last_name(b) == "Function" for b in node.bases):
