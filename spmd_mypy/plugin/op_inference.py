@@ -81,17 +81,23 @@ def _fix(
         name = on_axis[count][0]
         summed = f"spmd.all_reduce(spmd.reinterpret({name}, {axis!r}, src=V, dst=P), {axis!r}, src=P, dst=R)"
         return summed, [R if k == count else t for k, t in enumerate(types)]
-    i = next((k for k, t in enumerate(types) if t is P), None)
-    if i is None:
+    partial = [k for k, t in enumerate(types) if t is P]
+    if not partial:
         return "", types
-    others = [_kind_of(t) for k, t in enumerate(types) if k != i and isinstance(t, (LocalType, Shard))]
+    if err.code == "partial-product":
+        # a product is linear in one factor: the others reduced suffice (a
+        # quotient keeps its numerator)
+        partial = [k for k in partial if k != 0] if cls == DIVIDE else partial[:-1]
+    others = [_kind_of(t) for k, t in enumerate(types) if k not in partial and isinstance(t, (LocalType, Shard))]
     want = I if others and all(k == "I" for k in others) else R
-    fixed = types[:i] + [want] + types[i + 1:]
+    fixed = [want if k in partial else t for k, t in enumerate(types)]
     if cls == LINEAR and err.code in ("partial-mixed", "partial-scalar"):
         # `out + bias` before the reduction: the code after it reduces `out`
         # as the pending sum it expects, so it goes on as P.
         fixed = [P if isinstance(t, (LocalType, Shard)) else t for t in types if t is not SCALAR]
-    return fix_call(P, want, axis, str(on_axis[i][0])) or "", fixed
+    # every Partial operand is reduced (one left P is still mixed, or in the nonlinear op)
+    calls = dict.fromkeys(fix_call(P, want, axis, str(on_axis[k][0])) or "" for k in partial)  # p twice: once
+    return " and ".join(c for c in calls if c), fixed
 
 
 def _declared_partial(ctx: Any, axis: str) -> bool:

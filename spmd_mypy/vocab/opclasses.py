@@ -81,11 +81,16 @@ _LINEAR_COMMON = _names(
     """
 )
 
-# Products: linear in each operand separately.
+# Products: linear in each operand separately.  Filling with zeros where a
+# mask (or an index) says multiplies by the indicator of the rest, so
+# masked_fill / index_fill / where(cond, x, 0) are products of the values
+# and the mask: a Partial value masked alike on every rank stays a pending
+# sum (filled with anything else they are nonlinear: ARGUMENT_CLASSES).
 _MULTILINEAR_COMMON = _names(
     """
     mul multiply matmul mm bmm mv dot vdot inner outer ger einsum tensordot kron
     linear bilinear addmm addmv addbmm baddbmm addr addcmul cross
+    masked_fill index_fill where
     """
 )
 
@@ -478,8 +483,9 @@ INTEGER_DTYPES: Final = _names("int8 int16 int32 int64 uint8 uint16 uint32 uint6
 
 
 # Ops whose class another argument written at the call decides: name ->
-# (parameter, test).  ZERO_FILL (a fill value): padding with zeros is
-# linear, a constant c != 0 would be added once per rank to a pending sum.
+# (parameter, test).  ZERO_FILL (a fill value): padding or masking with
+# zeros keeps the class, a constant c != 0 would be added once per rank to a
+# pending sum.
 # NO_ROUNDING (div's rounding_mode): a rounded quotient is not additive.
 # The op keeps its class when the argument is absent or passes the test
 # (a literal 0 / None, or None); otherwise, or when not literal, it is
@@ -490,6 +496,9 @@ ARGUMENT_CLASSES: Final[dict[str, Tuple[str, str]]] = {
     "constant_pad_nd": ("value", ZERO_FILL),
     "div": ("rounding_mode", NO_ROUNDING),
     "divide": ("rounding_mode", NO_ROUNDING),
+    "masked_fill": ("value", ZERO_FILL),
+    "index_fill": ("value", ZERO_FILL),
+    "where": ("other", ZERO_FILL),
 }
 
 

@@ -368,6 +368,12 @@ def _equal(a: Shape, b: Shape) -> Shape:
     return a
 
 
+def _masked(a: Shape, b: Shape) -> Shape:
+    if b != a and b != ():
+        raise Bad("mask shape")
+    return a
+
+
 SELECT = "select"  # a value from one of two branches: mypy sees the Union of both
 
 BINARY: Tuple[Tuple[str, str, Callable[[Shape, Shape], Shape]], ...] = (
@@ -384,6 +390,10 @@ BINARY: Tuple[Tuple[str, str, Callable[[Shape, Shape], Shape]], ...] = (
     ("{0} * {1}.detach()", MULTI + "/nograd", _elementwise),
     ("{0} + {1}.detach()", LINEAR + "/nograd", _elementwise),
     ("({0} if FLAG else {1})", SELECT, _equal),
+    # zeros where a mask says multiply by its indicator; any other fill is nonlinear
+    ("{0}.masked_fill({1}.detach() > 0, 0.0)", MULTI + "/nograd", _masked),
+    ("{0}.masked_fill({1}.detach() > 0, 1.0)", NONLINEAR + "/nograd", _masked),
+    ("torch.where({1}.detach() < 0, {0}, 0.0)", MULTI + "/nograd", _masked),
 )
 
 
