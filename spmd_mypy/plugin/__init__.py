@@ -30,11 +30,10 @@ of times per run):
                                                   Function with a typecheck hook)
   torch.distributed.nn.functional.*  dist_nn.HOOKS  (autograd collectives, read as typed ones)
   DTensor from/to_local   dtensor.*_HOOKS         (placements and gradient placements against SPMD types)
-  spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped by in_types/out_types, unchecked;
-                                                  the decorator forms: local_map.METHOD_HOOKS)
+  spmd.trusted(fn, ...)   local_map.HOOKS         (fn retyped, unchecked; decorators: local_map.METHOD_HOOKS)
   report_untyped = true   untyped_regions.watch_* (typed tensors entering unannotated code)
-  spmd.partitioned.*      partitioned.HOOKS       (PS/PSA conversions; ops.op_hook and the
-                          collectives ask partitioned.py about PS/PSA operands)
+  spmd.partitioned.*      partitioned.HOOKS       (PS/PSA conversions; ops and collectives ask it of PS/PSA operands)
+  dist.get_rank(g), seq[r] ranks.*_HOOKS          (ints that differ by rank; operands of ops: callsite)
   spmd.sync_grads & co.   gradsync.HOOKS          (the gradient-sync contract of the finishing
                                                   function; in-place collectives and live aliases)
   spmd.send_next & co.    pipeline.HOOKS          (p2p between pipeline stages, against the boundary type)
@@ -49,8 +48,7 @@ Python), sourcefile and positions (below it), reading, carrier, callsite
 (what the call hooks share), groups (process groups as axes), ops, comms,
 relation, declared, untyped, untyped_regions, parameters, modules, megatron,
 spmd_types, global_mode and global_scopes, local_map, layout_vars, setup_check, guard,
-errors, config.  Each feature
-module owns its hook table; this module registers them, the core ones when
+errors, config, ranks (ints that differ by rank).  Each feature module owns its hook table; this module registers them, the core ones when
 mypy loads the plugin, the others (FUNCTION_FEATURES, METHOD_FEATURES) on
 the first lookup of a name under their prefixes.  The plugin never imports
 torch.
@@ -285,9 +283,8 @@ def _disjoint(*tables: Dict[str, Hook]) -> Dict[str, Optional[Hook]]:
 
 class _Hooks(Dict[str, Optional[Hook]]):
     """fullname -> hook (None: no hook), built on the first lookup of a name.
-
     mypy asks for hooks about 480,000 times in a cold run of a 20,000-line
-    codebase.  The plugin hands mypy a table's own `__getitem__` as its
+    codebase: the plugin hands mypy a table's own `__getitem__` as its
     get_*_hook, so a lookup of a known name runs no Python code; only a miss
     calls `build`, whose answer is kept unless it is ASK_AGAIN."""
 
@@ -353,6 +350,7 @@ FUNCTION_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("spmd_mypy.runtime.api.assert_like",), _feature("layout_vars")),
     ((_mypy.UNTYPED,), _feature("untyped")),
     ((_mypy.RAW_WRITE,), _feature("raw_collectives")),
+    ((_DISTRIBUTED_PREFIX + "get_rank",), _feature("ranks", "FUNCTION_HOOKS")),  # rank numbers, and their uses
     (("torch.distributed.nn.functional.", "torch.distributed._functional_collectives."), _feature("dist_nn", configured=True)),
 )
 METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
@@ -363,6 +361,8 @@ METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
         ("spmd_mypy.runtime.global_ops.LocalMapDecorator.", "spmd_mypy.runtime.trusted.TrustedDecorator."),
         _feature("local_map", "METHOD_HOOKS"),
     ),
+    (("spmd_phantom.AxisGroup.rank", "torch.distributed.device_mesh.DeviceMesh.get_local_rank",
+      "builtins.tuple.__getitem__", "builtins.list.__getitem__"), _feature("ranks", "METHOD_HOOKS")),
 )
 
 

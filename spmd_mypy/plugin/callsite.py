@@ -13,11 +13,12 @@ import keyword
 from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union, overload
 
 from ..vocab.opclasses import REFLECTED, SCALAR, SCALAR_OPERANDS
+from ..vocab.localtype import R, V
 from ..vocab.spec import Spmd
 from . import _mypy
 from .annotations import AnnotationError, mentions_spmd
 from .answers import depends_on_site
-from .carrier import carrier, spmd_of
+from .carrier import carrier, spmd_of, spmd_of_text
 from .nograd_regions import FUNCTION, grad_off_at
 
 
@@ -90,6 +91,9 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
             continue  # out= receives the result; checked by ops.check_out
         if _mypy.is_tensor(typ) or _mypy.union_alternatives(typ) is not None:
             ops.append((text_of(expr), candidates(typ)))
+        elif (rank := rank_operand(typ)) is not None:
+            if not _device(ctx, expr):  # x.to(rank): the same values, moved
+                ops.append((RankText(_mypy.expr_text(expr)), [rank]))  # x[rank], x.narrow(0, rank * n, n)
         elif scalars and _mypy.is_python_number(typ):
             ops.append((text_of(expr), [SCALAR]))
         else:  # torch.cat([a, b]), torch.stack(parts): every tensor in the sequence
@@ -114,8 +118,38 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
             (SourceText(_side, (ctx.context, 0)), SourceText(_side, (ctx.context, 1))) if lazy
             else _mypy.operator_sides(ctx.context)  # type: ignore[assignment]
         )
-        ops = [(sides[0], left[1]), (sides[1], right[1])]
+        ops = [(_as_rank(sides[0], left[0]), left[1]), (_as_rank(sides[1], right[0]), right[1])]
     return ops
+
+
+class RankText(str):
+    """The text of an operand that is a rank number (its messages say so)."""
+
+
+def rank_operand(typ: _mypy.Type) -> Optional[Spmd]:
+    """The operand type of the rank numbers (plugin/ranks.py) an argument
+    holds, itself or in a slice or a tuple of indices; None: none."""
+    found = [s for s in map(spmd_of_text, _mypy.rank_texts(typ)) if s is not None]
+    if len(found) < 2:
+        return found[0] if found else None
+    rest = V if any(s.rest is V for s in found) else R
+    return Spmd.of({a: V for s in found for a, t in s.axes.items() if t is V}, None, True, rest)
+
+
+def _as_rank(side: Text, was: Text) -> Text:
+    return RankText(str(side)) if isinstance(was, RankText) else side
+
+
+def _device(ctx: Any, expr: _mypy.Expression) -> bool:
+    """Whether `expr` is bound to the callee's parameter `device` (written by name or not)."""
+    return any(e is expr for e, _ in _mypy.formal_args(ctx, "device"))
+
+
+def ranked_call(ctx: Any) -> bool:
+    """Whether a rank number is among the call's arguments (a device aside)."""
+    return any(
+        rank_operand(typ) is not None and not _device(ctx, e) for _, e, typ in _mypy.call_args(ctx)
+    )
 
 
 def _lazy_text(expr: _mypy.Expression) -> SourceText:

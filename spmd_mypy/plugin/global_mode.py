@@ -45,7 +45,7 @@ from ..vocab.opclasses import FACTORY_RANKS, REFLECTED, SCALAR, op_class
 from ..vocab.spec import PartitionSpec, SpecError, Spmd, mismatches
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
 from . import _mypy, callsite, op_inference
-from .callsite import has_typed_operand, one_arg, spmd_expr_ast, typed_result
+from .callsite import RankText, has_typed_operand, one_arg, spmd_expr_ast, typed_result
 from .annotations import AnnotationError, Meta
 from .decoding import decode
 from .global_per_axis import collective_problem, shard_mismatch
@@ -343,12 +343,20 @@ def _per_axis_operand(
                 break
     if not why:
         return None
-    hint = (
-        f"annotate {text} in spec form, Spmd(spec=PartitionSpec(...))"
-        if o.rest is None
-        else f"give {text} a rank: write its sizes as literals (torch.zeros(4, 8)), or make it with a *_like "
-        f"op of a spec-form tensor"
-    )
+    if isinstance(text, RankText):  # x[rank]: a number that differs by rank, which global code has not
+        why, hint = (
+            "differs from rank to rank (a rank number), which global code, written for the whole tensor, "
+            "cannot place",
+            "take the rank's piece in local code (a function under spmd.local_map), or say it as a layout "
+            "(spmd.redistribute to a spec sharded on the axis)",
+        )
+    elif o.rest is None:
+        hint = f"annotate {text} in spec form, Spmd(spec=PartitionSpec(...))"
+    else:
+        hint = (
+            f"give {text} a rank: write its sizes as literals (torch.zeros(4, 8)), or make it with a *_like "
+            f"op of a spec-form tensor"
+        )
     _mypy.fail(
         ctx.api,
         f"{display_name(name, namespace)} in global code: {text} {why}, so {'its' if laid else 'the'} layout "

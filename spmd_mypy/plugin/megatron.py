@@ -240,7 +240,18 @@ def _hooks() -> Dict[str, Hook]:
             hooks[f"{module}.{layer.name}"] = built
             hooks[f"{module}.{layer.name}.__call__"] = call
             hooks[f"{module}.{layer.name}.forward"] = call
+    hooks[_TP_RANK] = guarded(_tp_rank, default_return)
     return hooks
+
+
+_TP_RANK = "megatron.core.parallel_state.get_tensor_model_parallel_rank"
+
+
+def _tp_rank(ctx: Any) -> _mypy.Type:
+    """get_tensor_model_parallel_rank(): a rank number on the Megatron axis (ranks.py)."""
+    from .ranks import rank_type  # a feature of its own
+
+    return rank_type(ctx.api, (_axis(ctx),), ctx.default_return_type)
 
 
 HOOKS: Dict[str, Hook] = _hooks()

@@ -37,7 +37,7 @@ from ..vocab.opnames import display_name
 from ..vocab.spec import Spmd
 from . import _mypy, contraction
 from .answers import depends_on_site
-from .callsite import Text, in_function_body, operands, receiver_text
+from .callsite import RankText, Text, in_function_body, operands, receiver_text
 from .carrier import spmd_of
 from .errors import SPMD_OP
 
@@ -98,6 +98,18 @@ def _fix(
     # every Partial operand is reduced (one left P is still mixed, or in the nonlinear op)
     calls = dict.fromkeys(fix_call(P, want, axis, str(on_axis[k][0])) or "" for k in partial)  # p twice: once
     return " and ".join(c for c in calls if c), fixed
+
+
+def _by_rank(err: OpRuleError, axis: str, on_axis: List[Tuple[Text, object]]) -> str:
+    """The rule's consequence, said of a rank number where one is the V operand."""
+    rank = next((text for text, t in on_axis if isinstance(text, RankText) and t is V), None)
+    if rank is None or err.code not in ("partial-mixed", "invariant-mixed"):
+        return str(err)
+    if err.code == "partial-mixed":
+        return (f"{rank} differs from rank to rank on {axis!r}: each rank would apply its own value to its "
+                f"addend of the pending sum, and a piece of each addend is no piece of the sum")
+    return (f"{rank} differs from rank to rank on {axis!r}: the result differs by rank while the Invariant "
+            f"operand's gradient would not be summed over the axis")
 
 
 def _declared_partial(ctx: Any, axis: str) -> bool:
@@ -274,6 +286,14 @@ def _infer_one(
     return result
 
 
+def infer_operands(ctx: Any, name: str, cls: str, namespace: str, ops: List[Operand]) -> Optional[Spmd]:
+    """The result of op `name` of class `cls` on operands given as (text,
+    type), reporting a broken rule at the call: for hooks that know an op's
+    operands where the call does not show them (a tuple's element picked by
+    a rank, plugin/ranks.py)."""
+    return _infer_one(ctx, name, cls, namespace, ops, 0)
+
+
 def without_operands(name: str, asks_for_grad: bool) -> Spmd:
     """The result of a torch function of WITHOUT_OPERANDS called without
     tensor operands (torch.zeros(n), torch.randn(n)): one type on every axis,
@@ -372,7 +392,7 @@ def _infer_typed(
                 # stay pending, so the other terms belong after its reduction.
                 others = [str(text) for text, t in on_axis if isinstance(t, (LocalType, Shard)) and t is not P]
                 hint = f"add {' and '.join(others)} after the reduction of this sum (the declared result is P on {axis!r})"
-            message = f"{display_name(name, namespace)} on axis {axis!r} ({found}): {err}" + (
+            message = f"{display_name(name, namespace)} on axis {axis!r} ({found}): {_by_rank(err, axis, on_axis)}" + (
                 f". Hint: {hint}" if hint else ""
             )
             if report is not None:

@@ -18,7 +18,9 @@ from ..vocab.opclasses import (
     ARGUMENT_CLASSES,
     DTYPE_ARGUMENT_OPS,
     DTYPE_CASTS,
+    FACTORY,
     KEEP_INPLACE,
+    LINEAR,
     RANDOM,
     NONLINEAR,
     cast_class,
@@ -32,7 +34,7 @@ from ..vocab.opnames import OPERATOR_SYMBOLS, UNTYPED_TENSOR_METHODS, VIEW_ATTRI
 from ..vocab.spec import Spmd
 from . import _mypy, global_mode, item_writes, partitioned
 from .answers import remembered, restore_parameters
-from .callsite import has_typed_operand, receiver_text, typed_result
+from .callsite import has_typed_operand, ranked_call, receiver_text, typed_result
 from .carrier import carrier, spmd_of
 from .contraction import declared_exempt
 from .errors import SPMD_ASSIGN, SPMD_BACKWARD, SPMD_INPLACE
@@ -84,6 +86,8 @@ def op_hook(
     def compute(ctx: Any) -> _mypy.Type:
         op_cls = cast_class(name, dtype_written(ctx), cls) if casts else cls
         rule_cls = _class_at(ctx, cls, decided) if decided is not None else op_cls
+        if rule_cls == FACTORY and ranked_call(ctx):
+            rule_cls = LINEAR  # torch.arange(r * n, (r + 1) * n): values made from a rank differ by it
         refined = refine(ctx, name, rule_cls, namespace, receiver) if refine is not None else None
         if refined is not None:
             return typed_result(ctx, refined[0], True)

@@ -30,7 +30,7 @@ pyproject.toml.  The rest of the plugin imports from here only:
   partial_sites   where code declares a product a pending sum (a look-ahead)
   finals          the value of a module-level Final name; a type alias's target
   signatures      signatures built from declared types (spmd.trusted)
-  group_types     process groups that stand for mesh axes (AxisGroup[Literal[...]])
+  group_types     process groups that stand for mesh axes (AxisGroup[...]), rank numbers (RankOf[...])
   typevars        type variables with values: layouts that follow a configuration
   configurations  each configured function checked once per configuration
   reword          messages in the user's vocabulary (rewording what a hook reported)
@@ -125,7 +125,7 @@ from .carriers import (
 from .expressions import (
     NOT_LITERAL,
     UNRENDERED,
-    call_parts, copied_sequence,
+    call_parts, copied_sequence, split_source,
     display_items,
     expr_text,
     fullname_of,
@@ -171,7 +171,7 @@ from .group_types import (
     literal_str,
     mesh_group_axis,
     plain_group_in_analyzer,
-    relax_group,
+    relax_group, RANK_CARRIER, rank_in_checker, rank_texts,
 )
 from .scopes import (
     MODULE_SCOPE,
@@ -461,7 +461,7 @@ __all__ = [
     "NOT_LITERAL",
     "UNRENDERED",
     "call_parts",
-    "display_items", "copied_sequence",
+    "display_items", "copied_sequence", "split_source",
     "expr_text",
     "fullname_of",
     "int_value",
@@ -510,7 +510,7 @@ __all__ = [
     "group_in_checker",
     "group_text",
     "plain_group_in_analyzer",
-    "relax_group",
+    "relax_group", "RANK_CARRIER", "rank_in_checker", "rank_texts",
     # signatures
     "positional_signature",
     "takes_var_args", "decorated_function", "decorated_class", "has_trusted_apply", "checked_class_name",

@@ -438,3 +438,26 @@ def typed_in_context(expr: Expression) -> bool:
     type from the parameter it is passed to, so against a Sequence its
     type no longer tells a list of lists from a list of tuples."""
     return isinstance(expr, _CONTEXT_TYPED)
+
+
+_SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "split_with_sizes"})
+
+
+def split_source(expr: Optional[Expression]) -> Optional[Tuple[Expression, Optional[int]]]:
+    """(the tensor a call splits into a tuple, the dim it splits if written
+    as a literal or left at its default 0): `x` of `torch.split(x, n, dim=-1)`,
+    `x.chunk(k)`; None for any other expression."""
+    if not isinstance(expr, CallExpr):
+        return None
+    callee = expr.callee
+    name = callee.name if isinstance(callee, (MemberExpr, NameExpr)) else None
+    if name not in _SPLITS:
+        return None
+    full = getattr(callee, "fullname", None) or ""
+    function = full.startswith("torch.") or isinstance(callee, NameExpr)  # torch.split(x, n), split(x, n)
+    positional = [a for a, k in zip(expr.args, expr.arg_names) if k is None]
+    source = positional[0] if function and positional else callee.expr if isinstance(callee, MemberExpr) else None
+    if source is None:
+        return None
+    dims = [a for a, k in zip(expr.args, expr.arg_names) if k == "dim"] or positional[2 if function else 1:][:1]
+    return source, int_value(dims[0]) if dims else 0

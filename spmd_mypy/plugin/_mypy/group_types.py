@@ -12,7 +12,7 @@ from typing import Any, List, Optional
 
 from mypy.nodes import AssignmentStmt, CallExpr, Expression, IndexExpr, MemberExpr, NameExpr, StrExpr, TypeInfo, Var
 from mypy.plugin import AnalyzeTypeContext
-from mypy.types import Instance, LiteralType, NoneType, Type, UnionType, get_proper_type
+from mypy.types import Instance, LiteralType, NoneType, TupleType, Type, UnionType, get_proper_type
 
 from .tree import PHANTOM_MODULE
 
@@ -160,3 +160,35 @@ def mesh_group_axis(api: Any, expr: Expression) -> Optional[str]:
     if len(expr.args) == 1 and name in (None, "mesh_dim") and isinstance(arg, StrExpr):
         return arg.value
     return None
+
+
+# -- rank numbers (RankOf[Literal["<canonical>"]]) ----------------------------------
+
+RANK_CARRIER = f"{PHANTOM_MODULE}.RankOf"
+_SLICE = "builtins.slice"
+
+
+def rank_in_checker(api: Any, text: str) -> Type:
+    """The int type of a rank number whose operand type is `text` (a canonical string)."""
+    literal = LiteralType(text, fallback=api.named_generic_type("builtins.str", []))
+    return api.named_generic_type(RANK_CARRIER, [literal])
+
+
+def rank_texts(typ: Optional[Type], depth: int = 0) -> List[str]:
+    """The canonical strings of the rank numbers a call argument's type holds:
+    a RankOf itself, or one inside a slice (`x[r * n:(r + 1) * n]`) or a tuple
+    of indices (`x[:, r]`)."""
+    if typ is None or depth > 3:
+        return []
+    p = get_proper_type(typ)
+    if isinstance(p, Instance):
+        name = p.type.fullname
+        if name == RANK_CARRIER:
+            text = literal_str(p.args[0]) if p.args else None
+            return [text] if text is not None else []
+        if name == _SLICE:
+            return [t for a in p.args for t in rank_texts(a, depth + 1)]
+        return []
+    if isinstance(p, TupleType):
+        return [t for a in p.items for t in rank_texts(a, depth + 1)]
+    return []
