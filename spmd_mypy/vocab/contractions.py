@@ -61,6 +61,11 @@ CONTRACTIONS: Final[Mapping[str, Tuple[Tuple[Alternative, ...], ...]]] = {
     "vdot": _DOT,
     "inner": (((1, None, -1),), ((1, None, -1),)),
     "linear": (((1, None, -1),), ((1, 1, 0), (2, 2, 1))),  # F.linear(input, weight)
+    # F.conv{n}d(input [b, c_in, *s], weight [c_out, c_in, *k]); conv_transpose's
+    # weight is [c_in, c_out, *k].  The input is read batched: its S(1) is c_in
+    # (an unbatched input's S(0) beside a sharded weight is not flagged)
+    **{f"conv{kind}{n}d": (((n + 2, n + 2, 1),), ((n + 2, n + 2, w),))
+       for kind, w in (("", 1), ("_transpose", 0)) for n in (1, 2, 3)},
 }
 
 EINSUM: Final = frozenset({"einsum"})

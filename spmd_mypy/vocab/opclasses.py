@@ -91,6 +91,7 @@ _MULTILINEAR_COMMON = _names(
     mul multiply matmul mm bmm mv dot vdot inner outer ger einsum tensordot kron
     linear bilinear addmm addmv addbmm baddbmm addr addcmul cross
     masked_fill index_fill where
+    conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
     """
 )
 
@@ -239,11 +240,12 @@ FUNCTIONAL: Final[dict[str, str]] = {
     "bilinear": MULTILINEAR,
     "pad": LINEAR,
     "embedding": LINEAR,
-    "conv1d": MULTILINEAR,
-    "conv2d": MULTILINEAR,
-    "conv3d": MULTILINEAR,
     "avg_pool1d": LINEAR,
     "avg_pool2d": LINEAR,
+    "avg_pool3d": LINEAR,
+    "adaptive_avg_pool1d": LINEAR,
+    "adaptive_avg_pool2d": LINEAR,
+    "adaptive_avg_pool3d": LINEAR,
     "pixel_shuffle": LINEAR,
     "unfold": LINEAR,
     "fold": LINEAR,
@@ -447,6 +449,8 @@ AFFINE: Final[dict[str, Tuple[Tuple[str, ...], str]]] = {
     "baddbmm": (("batch1", "batch2"), "input"),
     "addr": (("vec1", "vec2"), "input"),
     "addcmul": (("tensor1", "tensor2"), "input"),
+    # F.conv2d is torch.conv2d (a product of input and weight, plus a bias)
+    **{f"conv{kind}{n}d": (("input", "weight"), "bias") for kind in ("", "_transpose") for n in (1, 2, 3)},
 }
 
 

@@ -51,6 +51,21 @@ FUNCTIONAL_MODULES: Final[Mapping[str, FunctionalModule]] = {
         ("ReLU6", "relu6"), ("Hardtanh", "hardtanh"), ("LogSigmoid", "logsigmoid"),
         ("Tanhshrink", "tanhshrink"), ("Softsign", "softsign"),
     )},
+    # nn.Conv2d's forward is F.conv2d(input, self.weight, self.bias, ...), and
+    # so on; nn.BatchNorm2d's F.batch_norm(input, running stats, self.weight,
+    # self.bias, ...) (a normalisation: nonlinear), nn.GroupNorm's
+    # F.group_norm, nn.InstanceNorm2d's F.instance_norm; the pools are their
+    # functional op on the input alone (average pools linear, max pools not).
+    **{f"torch.nn.modules.conv.{cls}{n}d": FunctionalModule(f"{op}{n}d", ("weight", "bias"))
+       for cls, op in (("Conv", "conv"), ("ConvTranspose", "conv_transpose")) for n in (1, 2, 3)},
+    # (BatchNorm1d/2d/3d and InstanceNorm1d/2d/3d inherit their base's forward)
+    "torch.nn.modules.batchnorm._BatchNorm": FunctionalModule("batch_norm", ("weight", "bias")),
+    "torch.nn.modules.instancenorm._InstanceNorm": FunctionalModule("instance_norm", ("weight", "bias")),
+    "torch.nn.modules.normalization.GroupNorm": FunctionalModule("group_norm", ("weight", "bias")),
+    **{f"torch.nn.modules.pooling.{cls}{n}d": FunctionalModule(f"{op}{n}d", ())
+       for cls, op in (("AvgPool", "avg_pool"), ("AdaptiveAvgPool", "adaptive_avg_pool"),
+                       ("MaxPool", "max_pool"), ("AdaptiveMaxPool", "adaptive_max_pool"))
+       for n in (1, 2, 3)},
     # nn.Softmax's forward is F.softmax(input, self.dim): the dim is a setting
     # of the module, read where the call shows it (`nn.Softmax(dim=-1)(x)`),
     # else not literal (global code then needs the operand unsharded).

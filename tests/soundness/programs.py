@@ -368,6 +368,13 @@ def _equal(a: Shape, b: Shape) -> Shape:
     return a
 
 
+def _conv1d(a: Shape, b: Shape) -> Shape:
+    """F.conv1d of input [c, l] (as [1, c, l]) by weight [o, c] (as [o, c, 1]) -> [o, l]."""
+    if len(a) != 2 or len(b) != 2 or a[0] != b[1]:
+        raise Bad("conv1d shapes")
+    return (b[0], a[1])
+
+
 def _masked(a: Shape, b: Shape) -> Shape:
     if b != a and b != ():
         raise Bad("mask shape")
@@ -394,6 +401,7 @@ BINARY: Tuple[Tuple[str, str, Callable[[Shape, Shape], Shape]], ...] = (
     ("{0}.masked_fill({1}.detach() > 0, 0.0)", MULTI + "/nograd", _masked),
     ("{0}.masked_fill({1}.detach() > 0, 1.0)", NONLINEAR + "/nograd", _masked),
     ("torch.where({1}.detach() < 0, {0}, 0.0)", MULTI + "/nograd", _masked),
+    ("F.conv1d({0}.unsqueeze(0), {1}.unsqueeze(-1)).squeeze(0)", MULTI, _conv1d),
 )
 
 
