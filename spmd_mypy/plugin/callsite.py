@@ -97,19 +97,7 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
         elif scalars and _mypy.is_python_number(typ):
             ops.append((text_of(expr), [SCALAR]))
         else:  # torch.cat([a, b]), torch.stack(parts): every tensor in the sequence
-            items = _mypy.display_items(expr)
-            if items is not None:
-                for item in items:
-                    t = _mypy.typed_before(ctx.api, item)
-                    if _mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None:
-                        ops.append((text_of(item), candidates(t)))
-            else:
-                copied = _mypy.copied_sequence(expr)
-                if copied is not None:  # torch.cat(list(parts)): the elements of parts
-                    depends_on_site()  # a type the call's key does not hold
-                    typ = _mypy.typed_before(ctx.api, copied)
-                for t in _mypy.element_types(typ):
-                    ops.append((text_of(expr), [spmd_of(t)]))
+            ops.extend(_sequence_operands(ctx, expr, typ, text_of))
     if receiver and len(ops) == 2 and _mypy.is_operator(ctx.context):
         # An operator: name the operands as written; a reflected dunder runs
         # on the right operand, so its argument is the left one.
@@ -150,6 +138,42 @@ def ranked_call(ctx: Any) -> bool:
     return any(
         rank_operand(typ) is not None and not _device(ctx, e) for _, e, typ in _mypy.call_args(ctx)
     )
+
+
+def _sequence_operands(
+    ctx: Any, expr: _mypy.Expression, typ: _mypy.Type, text_of: Callable[[Any], Text]
+) -> List[Tuple[Text, List[object]]]:
+    """The tensors of a sequence argument, each an operand: a display's items
+    (a starred item's elements too), a comprehension's element, a copy's
+    (`list(parts)`), else the elements of the argument's type."""
+    items = _mypy.display_items(expr)
+    if items is not None:
+        out: List[Tuple[Text, List[object]]] = []
+        for item in items:
+            inner = _mypy.starred(item)
+            if inner is not None:  # [p, *rest]
+                out.extend(_sequence_operands(ctx, inner, _mypy.typed_before(ctx.api, inner), text_of))
+                continue
+            t = _mypy.typed_before(ctx.api, item)
+            if _mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None:
+                out.append((text_of(item), candidates(t)))
+        return out
+    copied = _mypy.copied_sequence(expr)
+    if copied is not None:  # torch.cat(list(parts)): the elements of parts
+        depends_on_site()  # a type the call's key does not hold
+        expr, typ = copied, _mypy.typed_before(ctx.api, copied)
+    element = _mypy.comprehension_element(expr)
+    if element is not None:
+        # torch.cat([t.view(1) for t in ts]): the element's own type, as the
+        # checker gave it inside the comprehension (not yet given: plain);
+        # each alternative of a Union an operand of its own, as the elements
+        # may take them all (`[x for x in (p, r)]`)
+        depends_on_site()
+        t = _mypy.typed_already(ctx.api, element)
+        if t is None or not (_mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None):
+            return []
+        return [(text_of(element), [c]) for c in candidates(t)]
+    return [(text_of(expr), [spmd_of(t)]) for t in _mypy.element_types(typ)]
 
 
 def _lazy_text(expr: _mypy.Expression) -> SourceText:

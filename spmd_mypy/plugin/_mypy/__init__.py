@@ -98,7 +98,7 @@ from .calls import (
     recheck,
     report_as_plain,
     type_context,
-    typed_before,
+    typed_before, typed_already,
     untyped_call,
 )
 from .carriers import (
@@ -125,7 +125,7 @@ from .carriers import (
 from .expressions import (
     NOT_LITERAL,
     UNRENDERED,
-    call_parts, copied_sequence, split_source,
+    call_parts, copied_sequence, split_source, comprehension_element, starred,
     display_items,
     expr_text,
     fullname_of,
@@ -461,7 +461,7 @@ __all__ = [
     "NOT_LITERAL",
     "UNRENDERED",
     "call_parts",
-    "display_items", "copied_sequence", "split_source",
+    "display_items", "copied_sequence", "split_source", "comprehension_element", "typed_already", "starred",
     "expr_text",
     "fullname_of",
     "int_value",

@@ -383,6 +383,11 @@ def typed_before(api: Any, expr: Expression) -> Type:
     return found if found is not None else expression_type(api, expr)
 
 
+def typed_already(api: Any, expr: Expression) -> Optional[Type]:
+    """The type the checker gave `expr`, if it has checked it (None: not yet)."""
+    return api.lookup_type_or_none(expr)
+
+
 def expression_type(api: Any, expr: Expression) -> Type:
     return api.get_expression_type(expr)
 

@@ -419,6 +419,20 @@ def display_items(expr: Expression) -> Optional[List[Expression]]:
     return None
 
 
+def starred(expr: Expression) -> Optional[Expression]:
+    """`e` of a starred item `*e` in a display, else None."""
+    return expr.expr if isinstance(expr, StarExpr) else None
+
+
+def comprehension_element(expr: Expression) -> Optional[Expression]:
+    """`e` of `[e for x in xs]` / `(e for x in xs)`: the one expression every
+    element is (mypy types the comprehension from the parameter it is passed
+    to, list[Tensor] for torch.cat's, while `e` keeps its own type)."""
+    if isinstance(expr, ListComprehension):
+        expr = expr.generator
+    return expr.left_expr if isinstance(expr, GeneratorExpr) else None
+
+
 def copied_sequence(expr: Expression) -> Optional[Expression]:
     """`e` of `list(e)` / `tuple(e)`: a copy whose own type mypy infers from the
     parameter it is passed to (list[Tensor] for torch.cat's), while `e` keeps
