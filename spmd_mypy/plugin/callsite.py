@@ -28,6 +28,11 @@ def one_arg(ctx: Any, formal: str) -> Optional[Tuple[_mypy.Expression, _mypy.Typ
     return got[0] if got else None
 
 
+def holds_tensor(typ: _mypy.Type) -> bool:
+    """A tensor argument: one tensor type, or a Union of them (a value from two branches)."""
+    return _mypy.is_tensor(typ) or _mypy.union_alternatives(typ) is not None
+
+
 def candidates(typ: _mypy.Type) -> List[object]:
     """The SPMD types a tensor argument may have: one, or one per Union alternative."""
     alternatives = _mypy.union_alternatives(typ)
@@ -89,7 +94,7 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
     for arg_name, expr, typ in _mypy.call_args(ctx):
         if arg_name == "out":
             continue  # out= receives the result; checked by ops.check_out
-        if _mypy.is_tensor(typ) or _mypy.union_alternatives(typ) is not None:
+        if holds_tensor(typ):
             ops.append((text_of(expr), candidates(typ)))
         elif (rank := rank_operand(typ)) is not None:
             if not _device(ctx, expr):  # x.to(rank): the same values, moved
@@ -155,7 +160,7 @@ def _sequence_operands(
                 out.extend(_sequence_operands(ctx, inner, _mypy.typed_before(ctx.api, inner), text_of))
                 continue
             t = _mypy.typed_before(ctx.api, item)
-            if _mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None:
+            if holds_tensor(t):
                 out.append((text_of(item), candidates(t)))
         return out
     copied = _mypy.copied_sequence(expr)
@@ -170,7 +175,7 @@ def _sequence_operands(
         # may take them all (`[x for x in (p, r)]`)
         depends_on_site()
         t = _mypy.typed_already(ctx.api, element)
-        if t is None or not (_mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None):
+        if t is None or not holds_tensor(t):
             return []
         return [(text_of(element), [c]) for c in candidates(t)]
     return [(text_of(expr), [spmd_of(t)]) for t in _mypy.element_types(typ)]

@@ -45,7 +45,7 @@ from ..vocab.opclasses import FACTORY_RANKS, REFLECTED, SCALAR, op_class
 from ..vocab.spec import PartitionSpec, SpecError, Spmd, mismatches
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
 from . import _mypy, callsite, op_inference
-from .callsite import RankText, has_typed_operand, one_arg, spmd_expr_ast, typed_result
+from .callsite import RankText, has_typed_operand, holds_tensor, one_arg, spmd_expr_ast, typed_result
 from .annotations import AnnotationError, Meta
 from .decoding import decode
 from .global_per_axis import collective_problem, shard_mismatch
@@ -186,7 +186,7 @@ def _params(ctx: Any, name: str) -> Tuple[Dict[str, object], bool]:
     for formal, exprs, types in _mypy.formal_groups(ctx):
         if formal is None or not exprs or formal in ("out", "out_partial_axes", "dtype"):
             continue
-        if any(_mypy.is_tensor(t) or _mypy.union_alternatives(t) is not None for t in types):
+        if any(holds_tensor(t) for t in types):
             continue
         values = [_mypy.literal_value(e) for e in exprs]
         if any(v is _mypy.NOT_LITERAL for v in values):
