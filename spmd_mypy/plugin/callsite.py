@@ -12,7 +12,7 @@ import ast
 import keyword
 from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union, overload
 
-from ..vocab.opclasses import REFLECTED, SCALAR, SCALAR_OPERANDS
+from ..vocab.opclasses import REFLECTED, SCALAR, SCALAR_OPERANDS, ZERO_FILL, keeps_class
 from ..vocab.localtype import R, V
 from ..vocab.spec import Spmd
 from . import _mypy
@@ -113,6 +113,33 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
         )
         ops = [(_as_rank(sides[0], left[0]), left[1]), (_as_rank(sides[1], right[0]), right[1])]
     return ops
+
+
+# where's parameters by role (torch names the first branch `self` where it is a number)
+_SELECT_ROLES = {"condition": 0, "input": 1, "self": 1, "other": 2}
+
+
+def select_operands(ctx: Any, receiver: bool) -> Optional[List[Tuple[str, List[object]]]]:
+    """The operands of where(condition, input, other) by role, the condition
+    first (vocab.opclasses.SELECT): a branch written as a literal zero is no
+    term and left out, any other number is SCALAR.  None for where(condition)
+    alone (the indices of its nonzero entries, typed as a nonlinear op)."""
+    roles: Dict[int, Optional[Tuple[str, List[object]]]] = {}
+    if receiver:
+        roles[1] = (receiver_text(ctx), candidates(ctx.type))
+    for formal, exprs, types in _mypy.formal_groups(ctx):
+        role = _SELECT_ROLES.get(formal or "")
+        if role is None or not exprs:
+            continue
+        if holds_tensor(types[0]):
+            roles[role] = (_mypy.expr_text(exprs[0]), candidates(types[0]))
+        elif keeps_class(ZERO_FILL, _mypy.literal_value(exprs[0])):
+            roles[role] = None  # where(m, x, 0.0): the zero adds nothing
+        else:
+            roles[role] = (_mypy.expr_text(exprs[0]), [SCALAR])
+    if roles.get(0) is None or len(roles) < 3:
+        return None
+    return [op for _, op in sorted(roles.items()) if op is not None]
 
 
 class RankText(str):

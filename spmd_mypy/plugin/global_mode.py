@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optiona
 
 from ..vocab.collectives import CollectiveError, plan
 from ..vocab.localtype import P, Shard, V, AxisType
-from ..vocab.opclasses import FACTORY_RANKS, REFLECTED, SCALAR, op_class
+from ..vocab.opclasses import FACTORY_RANKS, NONLINEAR, REFLECTED, SCALAR, SELECT, op_class
 from ..vocab.spec import PartitionSpec, SpecError, Spmd, mismatches
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
 from . import _mypy, callsite, op_inference
@@ -236,7 +236,12 @@ def _global_op(
     factor_name: Optional[str] = None,
 ) -> Typed:
     _global_rules()
-    options = callsite.operands(ctx, name, receiver)
+    selected = callsite.select_operands(ctx, receiver) if cls == SELECT else None
+    if cls == SELECT and selected is None:
+        cls = NONLINEAR  # where(condition): indices
+    options = selected or callsite.operands(ctx, name, receiver)
+    # an argument made the op nonlinear at this call (a fill, an integer dtype)
+    decided = cls is NONLINEAR and op_class(name, namespace) is not NONLINEAR
     if not options and namespace == "torch" and name in FACTORY_RANKS:
         return _replicated_factory(ctx, name, cls, namespace, receiver)
     if not options or any(len(c) != 1 or c[0] is None for _, c in options):
@@ -280,7 +285,7 @@ def _global_op(
         return (None,)
     global_partial = [a for a in out_partial if scope.has(a)]
     try:
-        g = propagate(fname, operands, params, global_partial, names=names, mesh=_MESH)
+        g = propagate(fname, operands, params, global_partial, names=names, mesh=_MESH, nonlinear=decided)
     except FactorError as err:
         if err.code == "bad-param" and missing:
             return (None,)

@@ -28,6 +28,7 @@ from ..vocab.opclasses import (
     RANDOM,
     REFLECTED,
     SCALAR,
+    SELECT,
     OpRuleError,
     combine,
     combine_affine,
@@ -37,7 +38,7 @@ from ..vocab.opnames import display_name
 from ..vocab.spec import Spmd
 from . import _mypy, contraction
 from .answers import depends_on_site
-from .callsite import RankText, Text, in_function_body, operands, receiver_text
+from .callsite import RankText, Text, in_function_body, operands, receiver_text, select_operands
 from .carrier import spmd_of
 from .errors import SPMD_OP
 
@@ -175,7 +176,11 @@ def infer_all(
         options: List[Tuple[Text, List[object]]] = [(t, [o]) for t, o in single]
         cls, n_product = "affine", len(product)
     else:
-        options, n_product = operands(ctx, name, receiver, lazy=True), 0
+        selected = select_operands(ctx, receiver) if cls == SELECT else None
+        if cls == SELECT and selected is None:
+            cls = NONLINEAR  # where(condition): indices
+        n_product = 0
+        options = operands(ctx, name, receiver, lazy=True) if selected is None else [(t, c) for t, c in selected]
     if project is not None:
         options = [(t, [project(o) if isinstance(o, Spmd) else o for o in c]) for t, c in options]
     if all(len(c) == 1 for _, c in options):  # no Union operand: one inference

@@ -23,6 +23,8 @@ from ..vocab.opclasses import (
     LINEAR,
     RANDOM,
     NONLINEAR,
+    SELECT,
+    ZERO_FILL,
     cast_class,
     argument_class,
     keeps_class,
@@ -34,7 +36,7 @@ from ..vocab.opnames import OPERATOR_SYMBOLS, UNTYPED_TENSOR_METHODS, VIEW_ATTRI
 from ..vocab.spec import Spmd
 from . import _mypy, global_mode, item_writes, partitioned
 from .answers import remembered, restore_parameters
-from .callsite import has_typed_operand, ranked_call, receiver_text, typed_result
+from .callsite import has_typed_operand, holds_tensor, ranked_call, receiver_text, typed_result, without_gradient
 from .carrier import carrier, spmd_of
 from .contraction import declared_exempt
 from .errors import SPMD_ASSIGN, SPMD_BACKWARD, SPMD_INPLACE
@@ -89,13 +91,15 @@ def op_hook(
         if rule_cls == FACTORY and ranked_call(ctx):
             rule_cls = LINEAR  # torch.arange(r * n, (r + 1) * n): values made from a rank differ by it
         refined = refine(ctx, name, rule_cls, namespace, receiver) if refine is not None else None
+        integer = op_cls is NONLINEAR and op_cls is not cls  # an integer result: no gradient
         if refined is not None:
-            return typed_result(ctx, refined[0], True)
+            found = refined[0]
+            return typed_result(ctx, without_gradient(found) if integer and found else found, True)
         spmd = infer_all(ctx, name, rule_cls, namespace, receiver)
         if not isinstance(spmd, Alternatives):  # PS(i)/PSA(i) operands (seed 004)
             spmd = partitioned.adjust(ctx, name, namespace, receiver, spmd)
-        if op_cls is NONLINEAR and op_cls is not cls and isinstance(spmd, Spmd):
-            spmd = Spmd.of(spmd.axes, spmd.spec, True, spmd.rest)  # an integer result: no gradient
+        if integer and isinstance(spmd, Spmd):
+            spmd = without_gradient(spmd)
         if isinstance(spmd, Alternatives):
             union = _mypy.union_of([carrier(ctx.api, r) for r in spmd])
             return _mypy.replace_tensors(ctx.default_return_type, union)
@@ -112,6 +116,8 @@ def op_hook(
     # argument that decides the class (F.pad's fill, a float, which keys
     # leave out) goes into the key
     keeps = (lambda ctx: argument_keeps(ctx, *decided)) if decided is not None else None
+    if cls == SELECT:
+        keeps = _zero_branches  # where's literal zeros are no terms
     typed = remembered(compute, restore_parameters, also=keeps, site=declared_exempt)
     # most calls: the op's lane answers from its operands' types, or a
     # factory's from its name (op_lane.py), else the general path
@@ -147,6 +153,17 @@ def argument_keeps(ctx: Any, param: str, test: str) -> bool:
     for expr, _ in _mypy.formal_args(ctx, param):
         return keeps_class(test, _mypy.literal_value(expr))
     return True
+
+
+def _zero_branches(ctx: Any) -> Tuple[bool, ...]:
+    """Which number arguments of a where(...) call are a literal zero (no
+    term of its sum; any other number is one): the key beside the call's
+    question, which reads a float's type, not its value."""
+    return tuple(
+        keeps_class(ZERO_FILL, _mypy.literal_value(exprs[0]))
+        for _, exprs, types in _mypy.formal_groups(ctx)
+        if exprs and not holds_tensor(types[0])
+    )
 
 
 def _untyped_method(inner: Callable[[Any], _mypy.Type], form: str) -> Callable[[Any], _mypy.Type]:

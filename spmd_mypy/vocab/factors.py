@@ -131,6 +131,7 @@ def propagate(
     *,
     mesh: Optional[Mapping[str, int]] = None,
     names: Optional[Sequence[str]] = None,
+    nonlinear: bool = False,
 ) -> GlobalType:
     """The global type of op(*operands, **params), or raise FactorError.
 
@@ -139,7 +140,9 @@ def propagate(
     parameter names (dim, keepdim, shape, equation, ...); mesh: known mesh
     axis sizes (for reshape's sub-axis and divisibility checks; without
     them an axis is assumed to divide the dim it shards); names: the
-    operands' source text, used in messages and fixes.
+    operands' source text, used in messages and fixes; nonlinear: an
+    argument of the call makes the op nonlinear (opclasses.ARGUMENT_CLASSES,
+    cast_class: a nonzero fill, an integer dtype, a rounding mode).
     """
     out_partial = frozenset((out_partial_axes,) if isinstance(out_partial_axes, str) else out_partial_axes)
     names = list(names) if names is not None else _default_names(operands)
@@ -158,7 +161,10 @@ def propagate(
     result, origin = _result_dims(c, sig, seen, factor_axes, mesh, out_partial)  # 4. the result's dims
     # 5. the local per-axis rules (global refines local)
     placed = {a for e in result for a in e}
-    partial, local = _local_rules(op, row, operands, names, out_partial, placed | {base_axis(a) for a in placed})
+    partial, local = _local_rules(
+        op, row, operands, names, out_partial, placed | {base_axis(a) for a in placed},
+        NONLINEAR if nonlinear else _class(op, row),
+    )
     for a in sorted(partial):
         if a in origin:
             raise_axis_twice(op, a, origin[a], (-1, ""), seen, operands, names)
@@ -359,6 +365,12 @@ def _fully_sharded(
     return True
 
 
+def _class(op: str, row: Row) -> str:
+    """The op's class on each axis: its row's, else its op table's (nonlinear
+    when in none)."""
+    return row.cls or op_class_or_none(op, "tensor") or op_class_or_none(op, "functional") or NONLINEAR
+
+
 def _local_rules(
     op: str,
     row: Row,
@@ -366,9 +378,9 @@ def _local_rules(
     names: Sequence[str],
     out_partial: FrozenSet[str],
     result_axes: Set[str],
+    cls: str,
 ) -> Tuple[Set[str], Dict[str, LocalType]]:
-    """Per-axis local types of the result (P axes, and I/V axes), or raise."""
-    cls = row.cls or op_class_or_none(op, "tensor") or op_class_or_none(op, "functional") or NONLINEAR
+    """Per-axis local types of the result (P axes, and I/V axes) in class `cls`, or raise."""
     tensors = [o for o in operands if isinstance(o, GlobalType)]
     axes = sorted({a for t in tensors for a in t.axes})
     in_spec = {a for t in tensors for a in t.spec.axes}

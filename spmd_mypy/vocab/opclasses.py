@@ -13,6 +13,8 @@ follows from its operands' types and its class:
   random       dropout, rand_like, bernoulli, ...: ranks draw different numbers, so
                the result is V (the sound choice); a P or I operand is an error
   assign       dst.copy_(src): the result has src's type
+  select       where(condition, input, other): the condition times a linear
+               combination of the branches (see combine)
 
 The R/I/V rule: all R -> R, all I -> I, R mixed with V -> V, I mixed with
 anything else -> error (convert the I operand to R first).  S(i) counts as V.
@@ -55,6 +57,7 @@ NONLINEAR: Final = "nonlinear"
 FACTORY: Final = "factory"
 RANDOM: Final = "random"
 ASSIGN: Final = "assign"  # dst.copy_(src): the result is src, whatever dst was
+SELECT: Final = "select"  # where(condition, input, other): operands by role, condition first
 
 
 def _names(text: str) -> frozenset[str]:
@@ -83,14 +86,14 @@ _LINEAR_COMMON = _names(
 
 # Products: linear in each operand separately.  Filling with zeros where a
 # mask (or an index) says multiplies by the indicator of the rest, so
-# masked_fill / index_fill / where(cond, x, 0) are products of the values
-# and the mask: a Partial value masked alike on every rank stays a pending
-# sum (filled with anything else they are nonlinear: ARGUMENT_CLASSES).
+# masked_fill / index_fill are products of the values and the mask: a
+# Partial value masked alike on every rank stays a pending sum (filled with
+# anything else they are nonlinear: ARGUMENT_CLASSES).  where is SELECT.
 _MULTILINEAR_COMMON = _names(
     """
     mul multiply matmul mm bmm mv dot vdot inner outer ger einsum tensordot kron
     linear bilinear addmm addmv addbmm baddbmm addr addcmul cross
-    masked_fill index_fill where
+    masked_fill index_fill
     conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
     """
 )
@@ -209,6 +212,7 @@ TORCH_FUNCTIONS: Final[dict[str, str]] = {
     **{n: LINEAR for n in _UNTYPED_LINEAR},
     **{n: MULTILINEAR for n in _UNTYPED_MULTILINEAR},
     **{n: FACTORY for n in _names("fft.fftfreq fft.rfftfreq")},
+    "where": SELECT,
 }
 
 # In-place draws that exist only as Tensor methods (`w.uniform_()`): the
@@ -228,6 +232,7 @@ TENSOR_METHODS: Final[dict[str, str]] = {
     **{n: DIVIDE for n in _DIVIDE_COMMON},
     **class_rows(),  # operators (vocab/operators.py)
     "copy": ASSIGN,
+    "where": SELECT,
     "new_zeros": FACTORY,
     "new_ones": FACTORY,
     "new_empty": FACTORY,
@@ -353,6 +358,8 @@ def combine(
     """
     if cls == FACTORY:
         return R
+    if cls == SELECT:
+        return _select(operands, nograd)
     if cls == ASSIGN:
         src = operands[-1] if operands else None
         return src if isinstance(src, (LocalType, Shard)) else None
@@ -410,6 +417,19 @@ def combine(
             + " operand; only a Replicate factor keeps the pending sum intact",
         )
     return P
+
+
+def _select(operands: Sequence[Operand], nograd: Sequence[bool]) -> Optional[AxisType]:
+    """where(condition, input, other) on one axis.  It is condition * input +
+    (1 - condition) * other: the condition times a linear combination of the
+    branches.  `operands`: the condition, then each branch that is not a
+    literal zero (a tensor type, or SCALAR for any other number, which would
+    be counted once per rank beside a Partial branch)."""
+    if not operands:
+        return None
+    flags = list(nograd) + [False] * (len(operands) - len(nograd))
+    branches = combine(LINEAR, operands[1:], flags[1:])  # no branch: a zero, R
+    return combine(MULTILINEAR, [operands[0], branches], [flags[0], all(flags[1:])])
 
 
 # Ops whose Python-number arguments are operands (x + 1, 2 * x, torch.add(x, 1));
@@ -502,7 +522,6 @@ ARGUMENT_CLASSES: Final[dict[str, Tuple[str, str]]] = {
     "divide": ("rounding_mode", NO_ROUNDING),
     "masked_fill": ("value", ZERO_FILL),
     "index_fill": ("value", ZERO_FILL),
-    "where": ("other", ZERO_FILL),
 }
 
 

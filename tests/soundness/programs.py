@@ -381,6 +381,12 @@ def _masked(a: Shape, b: Shape) -> Shape:
     return a
 
 
+def _where(a: Shape, b: Shape) -> Shape:
+    if a != b or not a:
+        raise Bad("where shapes")
+    return a
+
+
 SELECT = "select"  # a value from one of two branches: mypy sees the Union of both
 
 BINARY: Tuple[Tuple[str, str, Callable[[Shape, Shape], Shape]], ...] = (
@@ -401,6 +407,8 @@ BINARY: Tuple[Tuple[str, str, Callable[[Shape, Shape], Shape]], ...] = (
     ("{0}.masked_fill({1}.detach() > 0, 0.0)", MULTI + "/nograd", _masked),
     ("{0}.masked_fill({1}.detach() > 0, 1.0)", NONLINEAR + "/nograd", _masked),
     ("torch.where({1}.detach() < 0, {0}, 0.0)", MULTI + "/nograd", _masked),
+    # where by a mask the same on every rank is a linear combination of its branches
+    ("torch.where(torch.arange({0}.shape[-1]) % 2 == 0, {0}, {1})", LINEAR, _where),
     ("F.conv1d({0}.unsqueeze(0), {1}.unsqueeze(-1)).squeeze(0)", MULTI, _conv1d),
 )
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 
 from spmd_mypy import I, P, R, S, V
@@ -12,6 +15,7 @@ from spmd_mypy.vocab.opclasses import (
     MULTILINEAR,
     NONLINEAR,
     SCALAR,
+    SELECT,
     OpRuleError,
     combine,
     op_class,
@@ -115,7 +119,63 @@ def test_unknown_operands_never_error() -> None:
         ("gelu", "functional", NONLINEAR),  # absent from the tables: the safe default
         ("exp", "torch", NONLINEAR),
         ("softmax", "tensor", NONLINEAR),
+        ("where", "torch", SELECT),
+        ("where", "tensor", SELECT),
     ],
 )
 def test_op_table(name, namespace, cls) -> None:
     assert op_class(name, namespace) == cls
+
+
+# where(condition, input, other), checked against its values on 3 ranks: an
+# operand of kind R holds the same values on every rank, P holds addends
+# that sum to its value, V holds each rank's own (no global value); a
+# branch "zero" is a literal 0 (no operand) and "scalar" the number 1.5 (an
+# operand SCALAR).  A result typed R must be the true where() on every rank,
+# one typed P must sum to it over the ranks.
+_RANKS, _N = 3, 8
+
+
+def _held(kind: str, rng: random.Random):
+    """(the value, each rank's values); the value is None for V."""
+    if kind in ("zero", "scalar"):
+        v = [0.0 if kind == "zero" else 1.5] * _N
+        return v, [v] * _RANKS
+    if kind == "R":
+        v = [rng.uniform(-1, 1) for _ in range(_N)]
+        return v, [v] * _RANKS
+    parts = [[rng.uniform(-1, 1) for _ in range(_N)] for _ in range(_RANKS)]
+    if kind == "P":
+        return [sum(col) for col in zip(*parts)], parts
+    return None, parts  # V
+
+
+def _where(c, x, y):
+    return [a if k > 0 else b for k, a, b in zip(c, x, y)]
+
+
+_TYPES = {"R": R, "V": V, "P": P, "scalar": SCALAR}
+
+
+@pytest.mark.parametrize(
+    "cond, first, second",
+    list(itertools.product(["R", "V"], ["R", "V", "P", "zero", "scalar"], ["R", "V", "P", "zero", "scalar"])),
+)
+def test_select_types_hold_on_the_ranks(cond: str, first: str, second: str) -> None:
+    rng = random.Random(f"{cond}{first}{second}")
+    held = [_held(kind, rng) for kind in (cond, first, second)]
+    operands = [_TYPES[k] for k in (cond, first, second) if k != "zero"]
+    try:
+        result = combine(SELECT, operands)
+    except OpRuleError:
+        result = None
+    per_rank = [_where(*(h[1][r] for h in held)) for r in range(_RANKS)]
+    truth = _where(*(h[0] for h in held)) if all(h[0] is not None for h in held) else None
+    if result is R:
+        assert truth is not None and all(v == pytest.approx(truth) for v in per_rank)
+    elif result is P:
+        assert truth is not None and [sum(col) for col in zip(*per_rank)] == pytest.approx(truth)
+    # and the rule is not vacuous: a P branch beside a P or zero branch under
+    # an R condition is a pending sum, and any other P combination an error
+    if P in operands:
+        assert (result is P) == (cond == "R" and {first, second} <= {"P", "zero"})
