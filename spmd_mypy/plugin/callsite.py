@@ -12,7 +12,7 @@ import ast
 import keyword
 from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union, overload
 
-from ..vocab.opclasses import REFLECTED, SCALAR, SCALAR_OPERANDS, ZERO_FILL, keeps_class
+from ..vocab.opclasses import REFLECTED, SCALAR, SCALAR_OPERANDS, SELECTIONS, ZERO_FILL, keeps_class
 from ..vocab.localtype import R, V
 from ..vocab.spec import Spmd
 from . import _mypy
@@ -115,31 +115,52 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
     return ops
 
 
-# where's parameters by role (torch names the first branch `self` where it is a number)
-_SELECT_ROLES = {"condition": 0, "input": 1, "self": 1, "other": 2}
-
-
-def select_operands(ctx: Any, receiver: bool) -> Optional[List[Tuple[str, List[object]]]]:
-    """The operands of where(condition, input, other) by role, the condition
-    first (vocab.opclasses.SELECT): a branch written as a literal zero is no
-    term and left out, any other number is SCALAR.  None for where(condition)
-    alone (the indices of its nonzero entries, typed as a nonlinear op)."""
-    roles: Dict[int, Optional[Tuple[str, List[object]]]] = {}
-    if receiver:
-        roles[1] = (receiver_text(ctx), candidates(ctx.type))
-    for formal, exprs, types in _mypy.formal_groups(ctx):
-        role = _SELECT_ROLES.get(formal or "")
-        if role is None or not exprs:
-            continue
-        if holds_tensor(types[0]):
-            roles[role] = (_mypy.expr_text(exprs[0]), candidates(types[0]))
-        elif keeps_class(ZERO_FILL, _mypy.literal_value(exprs[0])):
-            roles[role] = None  # where(m, x, 0.0): the zero adds nothing
+def select_operands(ctx: Any, name: str, receiver: bool) -> Optional[List[Tuple[str, List[object]]]]:
+    """The operands of a selection (vocab.opclasses.SELECTIONS) by role, the
+    selector first: a value that is zero (a literal 0, or a tensor of zeros,
+    `torch.zeros_like(x).scatter_add(0, i, p)`) is no term and left out, any
+    other number is SCALAR.  None where no selector or no value is written
+    (`torch.where(c)` alone: the indices of its nonzero entries)."""
+    selector: Optional[Tuple[str, List[object]]] = None
+    values: List[Tuple[str, List[object]]] = []
+    for _, expr, typ, is_selector in _selection_roles(ctx, name, receiver):
+        if is_selector:
+            selector = (_mypy.expr_text(expr), candidates(typ)) if holds_tensor(typ) else None
+        elif not _no_term(expr, typ):
+            values.append((_mypy.expr_text(expr), candidates(typ) if holds_tensor(typ) else [SCALAR]))
         else:
-            roles[role] = (_mypy.expr_text(exprs[0]), [SCALAR])
-    if roles.get(0) is None or len(roles) < 3:
+            values.append(("0", []))  # written, and no term
+    if selector is None or not values:
         return None
-    return [op for _, op in sorted(roles.items()) if op is not None]
+    return [selector] + [v for v in values if v[1]]
+
+
+def selection_key(ctx: Any, name: str, receiver: bool) -> Tuple[bool, ...]:
+    """Which values of a selection are no term (select_operands): the key
+    beside the call's question, whose types do not tell a literal 0 from
+    1.0, or torch.zeros(n) from another R value."""
+    return tuple(_no_term(expr, typ) for _, expr, typ, is_selector in _selection_roles(ctx, name, receiver)
+                 if not is_selector)
+
+
+def _selection_roles(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, Any, _mypy.Type, bool]]:
+    """(parameter, expression, type, whether it is the selector) of each
+    argument a selection's roles name, the receiver first as a value."""
+    selector, values = SELECTIONS[name]
+    roles: List[Tuple[str, Any, _mypy.Type, bool]] = []
+    if receiver:
+        roles.append(("self", _mypy.call_receiver(ctx.context), ctx.type, False))
+    for formal, exprs, types in _mypy.formal_groups(ctx):
+        if exprs and formal is not None and (formal == selector or formal in values or formal == "self"):
+            roles.append((formal, exprs[0], types[0], formal == selector))
+    return roles
+
+
+def _no_term(expr: Any, typ: _mypy.Type) -> bool:
+    """A value of a selection that adds nothing: a literal 0, a tensor of zeros."""
+    if holds_tensor(typ):
+        return expr is not None and _mypy.makes_zeros(expr)
+    return keeps_class(ZERO_FILL, _mypy.literal_value(expr)) if expr is not None else False
 
 
 class RankText(str):

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optiona
 
 from ..vocab.collectives import CollectiveError, plan
 from ..vocab.localtype import P, Shard, V, AxisType
-from ..vocab.opclasses import FACTORY_RANKS, NONLINEAR, REFLECTED, SCALAR, SELECT, op_class
+from ..vocab.opclasses import FACTORY_RANKS, NONLINEAR, REFLECTED, SCALAR, SELECTION, op_class
 from ..vocab.spec import PartitionSpec, SpecError, Spmd, mismatches
 from ..vocab.opnames import OPERATOR_FUNCTIONS, PARTIAL_OPS, STAR_PARAMETERS, TRANSPOSED_ATTRIBUTES, display_name
 from . import _mypy, callsite, op_inference
@@ -60,7 +60,7 @@ Typed = Optional[Tuple[Optional[Spmd]]]  # None: not handled here; (type or None
 
 
 if TYPE_CHECKING:
-    from ..vocab.factors import FactorError, has_rule, propagate
+    from ..vocab.factors import FactorError, has_rule, propagate, reads_indices
     from ..vocab.globaltype import GlobalType
     from ..vocab.spec_collectives import apply_collective
 
@@ -69,9 +69,9 @@ def _global_rules() -> None:
     """The factor rules, global types and spec-level collectives (about a
     tenth of the plugin's import), imported where a global type is first
     built: most projects have no global code."""
-    global FactorError, GlobalType, apply_collective, has_rule, propagate
+    global FactorError, GlobalType, apply_collective, has_rule, propagate, reads_indices
     if "propagate" not in globals():
-        from ..vocab.factors import FactorError, has_rule, propagate
+        from ..vocab.factors import FactorError, has_rule, propagate, reads_indices
         from ..vocab.globaltype import GlobalType
         from ..vocab.spec_collectives import apply_collective
 
@@ -236,8 +236,10 @@ def _global_op(
     factor_name: Optional[str] = None,
 ) -> Typed:
     _global_rules()
-    selected = callsite.select_operands(ctx, receiver) if cls == SELECT else None
-    if cls == SELECT and selected is None:
+    # a selection's operands by role, but where its factor row reads them by position (gather)
+    by_role = cls == SELECTION and not reads_indices(factor_name or _factor_name(name))
+    selected = callsite.select_operands(ctx, name, receiver) if by_role else None
+    if by_role and selected is None:
         cls = NONLINEAR  # where(condition): indices
     options = selected or callsite.operands(ctx, name, receiver)
     # an argument made the op nonlinear at this call (a fill, an integer dtype)

@@ -28,7 +28,7 @@ from ..vocab.opclasses import (
     RANDOM,
     REFLECTED,
     SCALAR,
-    SELECT,
+    SELECTION,
     OpRuleError,
     combine,
     combine_affine,
@@ -176,8 +176,8 @@ def infer_all(
         options: List[Tuple[Text, List[object]]] = [(t, [o]) for t, o in single]
         cls, n_product = "affine", len(product)
     else:
-        selected = select_operands(ctx, receiver) if cls == SELECT else None
-        if cls == SELECT and selected is None:
+        selected = select_operands(ctx, name, receiver) if cls == SELECTION else None
+        if cls == SELECTION and selected is None:
             cls = NONLINEAR  # where(condition): indices
         n_product = 0
         options = operands(ctx, name, receiver, lazy=True) if selected is None else [(t, c) for t, c in selected]

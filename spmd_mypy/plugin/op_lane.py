@@ -33,7 +33,7 @@ from ..vocab.opclasses import (
     RANDOM,
     REFLECTED,
     SCALAR_OPERANDS,
-    SELECT,
+    SELECTION,
     WITHOUT_OPERANDS,
     cast_class,
 )
@@ -53,7 +53,7 @@ def quick_lane(
     (None when its rule needs more than its operands' types: products,
     affine, factory, random, assigning and selecting ops).  It is the op's hook itself:
     the most frequent call of the plugin goes through no other function."""
-    if cls in (FACTORY, RANDOM, ASSIGN, SELECT) or name in AFFINE or name in ARGUMENT_CLASSES or contraction.is_product(name):
+    if cls in (FACTORY, RANDOM, ASSIGN, SELECTION) or name in AFFINE or name in ARGUMENT_CLASSES or contraction.is_product(name):
         return None
     scalars = name in SCALAR_OPERANDS
     reflected = name in REFLECTED

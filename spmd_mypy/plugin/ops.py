@@ -23,8 +23,7 @@ from ..vocab.opclasses import (
     LINEAR,
     RANDOM,
     NONLINEAR,
-    SELECT,
-    ZERO_FILL,
+    SELECTION,
     cast_class,
     argument_class,
     keeps_class,
@@ -36,7 +35,7 @@ from ..vocab.opnames import OPERATOR_SYMBOLS, UNTYPED_TENSOR_METHODS, VIEW_ATTRI
 from ..vocab.spec import Spmd
 from . import _mypy, global_mode, item_writes, partitioned
 from .answers import remembered, restore_parameters
-from .callsite import has_typed_operand, holds_tensor, ranked_call, receiver_text, typed_result, without_gradient
+from .callsite import has_typed_operand, ranked_call, receiver_text, selection_key, typed_result, without_gradient
 from .carrier import carrier, spmd_of
 from .contraction import declared_exempt
 from .errors import SPMD_ASSIGN, SPMD_BACKWARD, SPMD_INPLACE
@@ -116,8 +115,8 @@ def op_hook(
     # argument that decides the class (F.pad's fill, a float, which keys
     # leave out) goes into the key
     keeps = (lambda ctx: argument_keeps(ctx, *decided)) if decided is not None else None
-    if cls == SELECT:
-        keeps = _zero_branches  # where's literal zeros are no terms
+    if cls == SELECTION:
+        keeps = lambda ctx: selection_key(ctx, name, receiver)  # noqa: E731  # which values are zeros
     typed = remembered(compute, restore_parameters, also=keeps, site=declared_exempt)
     # most calls: the op's lane answers from its operands' types, or a
     # factory's from its name (op_lane.py), else the general path
@@ -153,17 +152,6 @@ def argument_keeps(ctx: Any, param: str, test: str) -> bool:
     for expr, _ in _mypy.formal_args(ctx, param):
         return keeps_class(test, _mypy.literal_value(expr))
     return True
-
-
-def _zero_branches(ctx: Any) -> Tuple[bool, ...]:
-    """Which number arguments of a where(...) call are a literal zero (no
-    term of its sum; any other number is one): the key beside the call's
-    question, which reads a float's type, not its value."""
-    return tuple(
-        keeps_class(ZERO_FILL, _mypy.literal_value(exprs[0]))
-        for _, exprs, types in _mypy.formal_groups(ctx)
-        if exprs and not holds_tensor(types[0])
-    )
 
 
 def _untyped_method(inner: Callable[[Any], _mypy.Type], form: str) -> Callable[[Any], _mypy.Type]:

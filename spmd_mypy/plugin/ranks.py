@@ -101,7 +101,7 @@ def _picked(ctx: Any) -> _mypy.Type:
 
 
 def _reduced_by_scatter(
-    ctx: Any, element: Spmd, rank: Spmd, split: Tuple[_mypy.Expression, Optional[int]], index: str
+    ctx: Any, element: Spmd, rank: Spmd, split: Tuple[_mypy.Expression, Optional[int], bool], index: str
 ) -> Spmd:
     """`p.chunk(n)[rank]` of a P value: this rank's piece of the pending sum is
     what reduce_scatter gives, so that is the error's fix (the element is
@@ -109,14 +109,16 @@ def _reduced_by_scatter(
     axes = [a for a, t in element.axes.items() if t is P and rank.axis_type(a) is V]
     if not axes:
         return element
-    source, dim = _mypy.expr_text(split[0]), split[1]
+    source, dim, drops = _mypy.expr_text(split[0]), split[1], split[2]
     axis = axes[0]
     shard = f"S({dim})" if dim is not None else "S(<the split dim>)"
+    # unbind's piece has no split dim: the scattered piece's (of size 1) goes
+    squeeze = f".squeeze({dim if dim is not None else '<the split dim>'})" if drops else ""
     _mypy.fail(
         ctx.api,
         f"a piece by rank of {source} on axis {axis!r} ({source} is P, {index} differs from rank to rank): "
         f"a piece of each rank's addend is no piece of the pending sum. Hint: take this rank's piece of the "
-        f"sum with spmd.reduce_scatter({source}, {axis!r}, src=P, dst={shard}) in place of "
+        f"sum with spmd.reduce_scatter({source}, {axis!r}, src=P, dst={shard}){squeeze} in place of "
         f"{_mypy.expr_text(ctx.context)}",
         ctx.context,
         SPMD_OP,

@@ -250,3 +250,9 @@ def has_rule(op: str) -> bool:
     """Whether `op` has a global propagation rule."""
     return op in FACTOR_TABLE
 
+
+def reads_indices(op: str) -> bool:
+    """Whether `op`'s row reads index operands by their positions (gather's)."""
+    row = FACTOR_TABLE.get(op)
+    return row is not None and bool(row.indices)
+

@@ -74,6 +74,7 @@ from .factor_table import (
     FactorError,
     Row,
     has_rule,
+    reads_indices,
 )
 from .globaltype import GlobalType, dtype_name
 from .subaxis import axis_size, base_axis, merge_dim, overlap, parse_axis_ref, sub_axis_text
@@ -93,6 +94,7 @@ __all__ = [
     "FACTOR_TABLE",
     "BUILDERS",
     "has_rule",
+    "reads_indices",
     "signature",
     "propagate",
     "gather_call",

@@ -13,8 +13,8 @@ follows from its operands' types and its class:
   random       dropout, rand_like, bernoulli, ...: ranks draw different numbers, so
                the result is V (the sound choice); a P or I operand is an error
   assign       dst.copy_(src): the result has src's type
-  select       where(condition, input, other): the condition times a linear
-               combination of the branches (see combine)
+  selection    where, masked_fill, gather, scatter_add, ... (SELECTIONS): the
+               selector's indicator times a linear combination of the values
 
 The R/I/V rule: all R -> R, all I -> I, R mixed with V -> V, I mixed with
 anything else -> error (convert the I operand to R first).  S(i) counts as V.
@@ -57,7 +57,7 @@ NONLINEAR: Final = "nonlinear"
 FACTORY: Final = "factory"
 RANDOM: Final = "random"
 ASSIGN: Final = "assign"  # dst.copy_(src): the result is src, whatever dst was
-SELECT: Final = "select"  # where(condition, input, other): operands by role, condition first
+SELECTION: Final = "selection"  # SELECTIONS: operands by role, the selector first
 
 
 def _names(text: str) -> frozenset[str]:
@@ -71,34 +71,51 @@ _LINEAR_COMMON = _names(
     cat concat concatenate stack hstack vstack dstack column_stack
     reshape view view_as flatten unflatten squeeze unsqueeze transpose swapaxes swapdims
     permute movedim moveaxis t T mT adjoint expand expand_as broadcast_to repeat tile
-    repeat_interleave narrow select index_select gather take take_along_dim diagonal diag
+    repeat_interleave narrow select diagonal diag
     diag_embed tril triu chunk split tensor_split hsplit vsplit unbind
     clone contiguous detach to float double half bfloat16 type type_as cpu cuda
     real imag conj trace zero_
     pad constant_pad_nd unfold as_strided
     ravel fliplr flipud atleast_1d atleast_2d atleast_3d block_diag diff
-    index_add index_copy scatter_add slice_scatter select_scatter diagonal_scatter
+    slice_scatter select_scatter diagonal_scatter
     narrow_copy split_with_sizes unsafe_split unsafe_chunk view_as_real view_as_complex
     resolve_conj resolve_neg conj_physical squeeze_copy unsqueeze_copy permute_copy
     transpose_copy t_copy expand_copy view_copy alias_copy detach_copy
     """
 )
 
-# Products: linear in each operand separately.  Filling with zeros where a
-# mask (or an index) says multiplies by the indicator of the rest, so
-# masked_fill / index_fill are products of the values and the mask: a
-# Partial value masked alike on every rank stays a pending sum (filled with
-# anything else they are nonlinear: ARGUMENT_CLASSES).  where is SELECT.
+# Products: linear in each operand separately.
 _MULTILINEAR_COMMON = _names(
     """
     mul multiply matmul mm bmm mv dot vdot inner outer ger einsum tensordot kron
     linear bilinear addmm addmv addbmm baddbmm addr addcmul cross
-    masked_fill index_fill
     conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d
     """
 )
 
 _DIVIDE_COMMON = _names("div divide true_divide")
+
+# Selections: ops that pick their values' elements by a selector (a
+# condition, a mask, an index).  where(c, x, y) is c * x + (1 - c) * y,
+# masked_fill(x, m, v) is (1 - m) * x + m * v, gather / index_select /
+# take multiply by the indicator of the index, scatter_add / index_add /
+# index_copy add (or put) a value picked so into another: each is linear in
+# its values jointly, times the selector's indicator (class SELECTION, see
+# _select).  name -> (selector parameter, value parameters); a method's
+# receiver is its first value.
+SELECTIONS: Final[dict[str, Tuple[str, Tuple[str, ...]]]] = {
+    "where": ("condition", ("input", "self", "other")),
+    "masked_fill": ("mask", ("input", "value")),
+    "index_fill": ("index", ("input", "value")),
+    "masked_scatter": ("mask", ("input", "source")),
+    "index_select": ("index", ("input",)),
+    "gather": ("index", ("input",)),
+    "take": ("index", ("input",)),
+    "take_along_dim": ("indices", ("input",)),
+    "scatter_add": ("index", ("input", "src")),
+    "index_add": ("index", ("input", "source")),
+    "index_copy": ("index", ("input", "source")),
+}
 
 # Random draws: differ per rank unless the RNG is synchronised, so V.
 _RANDOM = _names(
@@ -212,7 +229,7 @@ TORCH_FUNCTIONS: Final[dict[str, str]] = {
     **{n: LINEAR for n in _UNTYPED_LINEAR},
     **{n: MULTILINEAR for n in _UNTYPED_MULTILINEAR},
     **{n: FACTORY for n in _names("fft.fftfreq fft.rfftfreq")},
-    "where": SELECT,
+    **{n: SELECTION for n in SELECTIONS},
 }
 
 # In-place draws that exist only as Tensor methods (`w.uniform_()`): the
@@ -232,7 +249,7 @@ TENSOR_METHODS: Final[dict[str, str]] = {
     **{n: DIVIDE for n in _DIVIDE_COMMON},
     **class_rows(),  # operators (vocab/operators.py)
     "copy": ASSIGN,
-    "where": SELECT,
+    **{n: SELECTION for n in SELECTIONS},
     "new_zeros": FACTORY,
     "new_ones": FACTORY,
     "new_empty": FACTORY,
@@ -358,7 +375,7 @@ def combine(
     """
     if cls == FACTORY:
         return R
-    if cls == SELECT:
+    if cls == SELECTION:
         return _select(operands, nograd)
     if cls == ASSIGN:
         src = operands[-1] if operands else None
@@ -420,16 +437,23 @@ def combine(
 
 
 def _select(operands: Sequence[Operand], nograd: Sequence[bool]) -> Optional[AxisType]:
-    """where(condition, input, other) on one axis.  It is condition * input +
-    (1 - condition) * other: the condition times a linear combination of the
-    branches.  `operands`: the condition, then each branch that is not a
-    literal zero (a tensor type, or SCALAR for any other number, which would
-    be counted once per rank beside a Partial branch)."""
+    """A selection (SELECTIONS) on one axis: the selector's indicator times a
+    linear combination of the values.  `operands`: the selector, then each
+    value that is not zero (a literal 0 or a tensor of zeros is no term): a
+    tensor type, or SCALAR for any other number, which would be counted once
+    per rank beside a Partial value.  A Partial selector is an error: each
+    rank would select by its addend."""
     if not operands:
         return None
+    if operands[0] is P:
+        raise OpRuleError(
+            "partial-selector",
+            "a Partial value selects (a condition, a mask or an index); each rank "
+            "would select by its addend, not by their sum",
+        )
     flags = list(nograd) + [False] * (len(operands) - len(nograd))
-    branches = combine(LINEAR, operands[1:], flags[1:])  # no branch: a zero, R
-    return combine(MULTILINEAR, [operands[0], branches], [flags[0], all(flags[1:])])
+    values = combine(LINEAR, operands[1:], flags[1:])  # no value: a zero, R
+    return combine(MULTILINEAR, [operands[0], values], [flags[0], all(flags[1:])])
 
 
 # Ops whose Python-number arguments are operands (x + 1, 2 * x, torch.add(x, 1));
@@ -520,8 +544,6 @@ ARGUMENT_CLASSES: Final[dict[str, Tuple[str, str]]] = {
     "constant_pad_nd": ("value", ZERO_FILL),
     "div": ("rounding_mode", NO_ROUNDING),
     "divide": ("rounding_mode", NO_ROUNDING),
-    "masked_fill": ("value", ZERO_FILL),
-    "index_fill": ("value", ZERO_FILL),
 }
 
 

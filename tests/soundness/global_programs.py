@@ -180,7 +180,11 @@ def _all_axes(spec: Spec) -> List[str]:
     return [a for axes in spec for a in axes]
 
 
-NONLINEAR = ("torch.relu({0})", "F.gelu({0})")
+# (a fill other than 0 makes masked_fill and where nonlinear: a constant would
+# be added once per rank to a pending sum)
+NONLINEAR = (
+    "torch.relu({0})", "F.gelu({0})", "{0}.masked_fill({0}.detach() > 0, 1.0)", "torch.where({0}.detach() > 0, {0}, 1.0)",
+)
 
 
 def _factories(x: Value) -> List[Cand]:

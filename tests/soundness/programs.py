@@ -387,6 +387,12 @@ def _where(a: Shape, b: Shape) -> Shape:
     return a
 
 
+def _index_add(a: Shape, b: Shape) -> Shape:
+    if not a or not b or a[1:] != b[1:]:
+        raise Bad("index_add shapes")
+    return a
+
+
 SELECT = "select"  # a value from one of two branches: mypy sees the Union of both
 
 BINARY: Tuple[Tuple[str, str, Callable[[Shape, Shape], Shape]], ...] = (
@@ -409,6 +415,8 @@ BINARY: Tuple[Tuple[str, str, Callable[[Shape, Shape], Shape]], ...] = (
     ("torch.where({1}.detach() < 0, {0}, 0.0)", MULTI + "/nograd", _masked),
     # where by a mask the same on every rank is a linear combination of its branches
     ("torch.where(torch.arange({0}.shape[-1]) % 2 == 0, {0}, {1})", LINEAR, _where),
+    # rows of one added into another at indices the same on every rank: linear in both
+    ("{0}.index_add(0, torch.arange({1}.shape[0]) % {0}.shape[0], {1})", LINEAR, _index_add),
     ("F.conv1d({0}.unsqueeze(0), {1}.unsqueeze(-1)).squeeze(0)", MULTI, _conv1d),
 )
 

@@ -15,7 +15,7 @@ from spmd_mypy.vocab.opclasses import (
     MULTILINEAR,
     NONLINEAR,
     SCALAR,
-    SELECT,
+    SELECTION,
     OpRuleError,
     combine,
     op_class,
@@ -119,8 +119,8 @@ def test_unknown_operands_never_error() -> None:
         ("gelu", "functional", NONLINEAR),  # absent from the tables: the safe default
         ("exp", "torch", NONLINEAR),
         ("softmax", "tensor", NONLINEAR),
-        ("where", "torch", SELECT),
-        ("where", "tensor", SELECT),
+        ("where", "torch", SELECTION),
+        ("where", "tensor", SELECTION),
     ],
 )
 def test_op_table(name, namespace, cls) -> None:
@@ -166,7 +166,7 @@ def test_select_types_hold_on_the_ranks(cond: str, first: str, second: str) -> N
     held = [_held(kind, rng) for kind in (cond, first, second)]
     operands = [_TYPES[k] for k in (cond, first, second) if k != "zero"]
     try:
-        result = combine(SELECT, operands)
+        result = combine(SELECTION, operands)
     except OpRuleError:
         result = None
     per_rank = [_where(*(h[1][r] for h in held)) for r in range(_RANKS)]

@@ -125,7 +125,7 @@ from .carriers import (
 from .expressions import (
     NOT_LITERAL,
     UNRENDERED,
-    call_parts, copied_sequence, split_source, comprehension_element, starred,
+    call_parts, copied_sequence, split_source, comprehension_element, starred, makes_zeros, call_receiver,
     display_items,
     expr_text,
     fullname_of,
@@ -462,6 +462,7 @@ __all__ = [
     "UNRENDERED",
     "call_parts",
     "display_items", "copied_sequence", "split_source", "comprehension_element", "typed_already", "starred",
+    "makes_zeros", "call_receiver",
     "expr_text",
     "fullname_of",
     "int_value",

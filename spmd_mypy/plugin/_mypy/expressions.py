@@ -455,12 +455,17 @@ def typed_in_context(expr: Expression) -> bool:
 
 
 _SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "split_with_sizes"})
+# where a split's dim is given positionally (after the tensor; unbind's is its
+# first argument), and its default where another than 0 (hsplit splits the
+# columns of a value of 2 dims or more)
+_DIM_AT, _DIM_DEFAULT = {"unbind": 0}, {"hsplit": 1}
 
 
-def split_source(expr: Optional[Expression]) -> Optional[Tuple[Expression, Optional[int]]]:
+def split_source(expr: Optional[Expression]) -> Optional[Tuple[Expression, Optional[int], bool]]:
     """(the tensor a call splits into a tuple, the dim it splits if written
-    as a literal or left at its default 0): `x` of `torch.split(x, n, dim=-1)`,
-    `x.chunk(k)`; None for any other expression."""
+    as a literal or left at its default, whether its pieces drop that dim
+    (unbind's)): `x` of `torch.split(x, n, dim=-1)`, `x.chunk(k)`; None for
+    any other expression."""
     if not isinstance(expr, CallExpr):
         return None
     callee = expr.callee
@@ -473,5 +478,24 @@ def split_source(expr: Optional[Expression]) -> Optional[Tuple[Expression, Optio
     source = positional[0] if function and positional else callee.expr if isinstance(callee, MemberExpr) else None
     if source is None:
         return None
-    dims = [a for a, k in zip(expr.args, expr.arg_names) if k == "dim"] or positional[2 if function else 1:][:1]
-    return source, int_value(dims[0]) if dims else 0
+    at = _DIM_AT.get(name, 1) + (1 if function else 0)
+    dims = [a for a, k in zip(expr.args, expr.arg_names) if k == "dim"] or positional[at:][:1]
+    return source, int_value(dims[0]) if dims else _DIM_DEFAULT.get(name, 0), name == "unbind"
+
+
+def makes_zeros(expr: Expression) -> bool:
+    """A call that makes a tensor of zeros: torch.zeros(...),
+    torch.zeros_like(x), x.new_zeros(...)."""
+    if not isinstance(expr, CallExpr):
+        return False
+    callee = expr.callee
+    if isinstance(callee, MemberExpr) and callee.name == "new_zeros":
+        return True
+    full = fullname_of(callee) or ""
+    return full.startswith("torch.") and full.rpartition(".")[2] in ("zeros", "zeros_like")
+
+
+def call_receiver(context: Context) -> Optional[Expression]:
+    """`x` of a method call written `x.m(...)`; None for any other call."""
+    callee = getattr(context, "callee", None)
+    return callee.expr if isinstance(callee, MemberExpr) else None
