@@ -201,6 +201,10 @@ def _keeps_type(ctx: Any, name: str) -> _mypy.Type:
 def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.Type:
     before = spmd_of(ctx.type)
     after = infer(ctx, base, cls, namespace, True)
+    if after is not None and _mypy.makes_fresh(_mypy.call_receiver(ctx.context)):
+        # x.new_empty(n).normal_(): no name holds the tensor it changes, so
+        # its result is the op's, as out of place
+        return typed_result(ctx, after, True)
     if before is not None and after is not None:
         changed = [
             (a, before.axis_type(a), t)
@@ -253,7 +257,11 @@ def _inplace_fix(ctx: Any, name: str, base: str, axis: str, was: AxisType, now: 
         rebound = f"{receiver} = {receiver} {OPERATOR_SYMBOLS[base]} {culprit}"
     else:
         written = [f"{k}={_mypy.expr_text(e)}" if k else _mypy.expr_text(e) for k, e, _ in _mypy.call_args(ctx)]
-        rebound = f"{receiver} = {receiver}.{base}({', '.join(written)})"
+        out_of_place = f"{receiver}.{base}({', '.join(written)})"
+        if not _mypy.assignable(_mypy.call_receiver(ctx.context)):
+            # x.view(-1).add_(h): no name to rebind (and a view changes its base)
+            return f"name the out-of-place {out_of_place}, which is {now} on {axis!r}"
+        rebound = f"{receiver} = {out_of_place}"
     return f"{rebound} ({receiver} is then {now} on {axis!r})"
 
 

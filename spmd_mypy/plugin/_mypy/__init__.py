@@ -125,7 +125,7 @@ from .carriers import (
 from .expressions import (
     NOT_LITERAL,
     UNRENDERED,
-    call_parts, copied_sequence, split_source, comprehension_element, starred, makes_zeros, call_receiver,
+    call_parts, copied_sequence, split_source, comprehension_element, starred, makes_zeros, makes_fresh, call_receiver, assignable,
     display_items,
     expr_text,
     fullname_of,
@@ -462,7 +462,7 @@ __all__ = [
     "UNRENDERED",
     "call_parts",
     "display_items", "copied_sequence", "split_source", "comprehension_element", "typed_already", "starred",
-    "makes_zeros", "call_receiver",
+    "makes_zeros", "makes_fresh", "call_receiver", "assignable",
     "expr_text",
     "fullname_of",
     "int_value",

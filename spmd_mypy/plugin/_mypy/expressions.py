@@ -495,6 +495,34 @@ def makes_zeros(expr: Expression) -> bool:
     return full.startswith("torch.") and full.rpartition(".")[2] in ("zeros", "zeros_like")
 
 
+# Calls that make a new tensor no other name holds: factories and copies
+# (not views: x.detach() and x.view(n) share x's storage).
+_FRESH = frozenset({
+    "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "rand", "randn",
+    "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "clone",
+})
+
+
+def makes_fresh(expr: Optional[Expression]) -> bool:
+    """A call that makes a tensor nothing else holds (torch.empty(n),
+    x.new_empty(n), x.clone()): an in-place op on it changes no other
+    value."""
+    if not isinstance(expr, CallExpr):
+        return False
+    callee = expr.callee
+    if isinstance(callee, MemberExpr) and callee.name in _FRESH and (
+        callee.name.startswith("new_") or callee.name == "clone"
+    ):
+        return True
+    full = fullname_of(callee) or ""
+    return full.startswith("torch.") and full.rpartition(".")[2] in _FRESH
+
+
+def assignable(expr: Optional[Expression]) -> bool:
+    """A name, attribute or item: an expression a value can be bound to."""
+    return isinstance(expr, (NameExpr, MemberExpr, IndexExpr))
+
+
 def call_receiver(context: Context) -> Optional[Expression]:
     """`x` of a method call written `x.m(...)`; None for any other call."""
     callee = getattr(context, "callee", None)
