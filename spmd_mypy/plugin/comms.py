@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
+from ..vocab.axis import axis_names
 from ..vocab.collectives import DEFAULT_SRC, PUBLIC_OPS, CollectiveError, fix_call, mismatch_consequence, plan
 from ..vocab.localtype import I, V, AxisType, R, Shard, local_kind
 from ..vocab.spec import Spmd, mismatches
@@ -132,7 +133,7 @@ def type_collective(
     `exact_shards`: an S(i) src takes S(i) or V only, not another dim's
     shards (an API whose code splits or concatenates one fixed dim)."""
     default = ctx.default_return_type
-    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes = axis_names(axis)
     if not collective_args.axes_known(ctx, op, axes, _SETTINGS[-1] if _SETTINGS else None):
         return default
     if (op, src, dst, axis, expert) not in _PLANNED:  # the vocabulary's check, once per question

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+from ..vocab.axis import axis_names
 from ..vocab.gradsync import EVERY, NAMED, PENDING_ONLY, Param, Problem, Sum, check_contract, shown_path
 from ..vocab.spec import Spmd
 from . import _mypy, comm_sites
@@ -63,7 +64,7 @@ def _axes(ctx: Any, expr: _mypy.Expression) -> Tuple[str, ...]:
     found = axis_of(expr, _mypy.known_type(ctx.api, expr), ctx.api)
     if found is None:
         return ()
-    return found if isinstance(found, tuple) else (found,)
+    return axis_names(found)
 
 
 Target = Tuple[Root, str, Tuple[str, ...]]  # (root, kind, parameter paths or module prefixes)

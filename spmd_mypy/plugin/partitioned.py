@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..vocab.axis import axis_names
 from ..vocab.localtype import AxisType, I, PartitionedShard, R
 from ..vocab.opnames import display_name
 from ..vocab.partitioned import CONVERSIONS, PartitionError, dim_position, layout_type, op_rule
@@ -193,7 +194,7 @@ def collective_refine(inner: Optional[Callable[..., Any]]) -> Callable[..., Any]
     def refine(ctx: Any, op: str, x: Tuple[Any, Any], axis: Any, src: AxisType, dst: AxisType,
                expert: bool) -> Any:
         actual = spmd_of(x[1])
-        for a in (axis if isinstance(axis, tuple) else (axis,)):
+        for a in axis_names(axis):
             have = actual.axis_type(a) if actual is not None else None
             if isinstance(have, PartitionedShard):
                 name = _mypy.expr_text(x[0])

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..vocab.axis import parse_axis_text
+from ..vocab.axis import axis_names, parse_axis_text
 from ..vocab.localtype import P, R, V
 from ..vocab.opclasses import op_class
 from ..vocab.spec import Spmd
@@ -52,7 +52,7 @@ def _axes(expr: _mypy.Expression, typ: Optional[_mypy.Type], api: Any) -> Option
     axis = axis_of(expr, typ, api)
     if axis is None:
         return None
-    return axis if isinstance(axis, tuple) else (axis,)
+    return axis_names(axis)
 
 
 def _get_rank(ctx: Any) -> _mypy.Type:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from ..vocab.axis import axis_names
 from ..vocab.localtype import I, R, V, AxisType, local_kind
 from ..vocab.opnames import RAW_COLLECTIVES, RAW_WRITES
 from ..vocab.spec import Spmd
@@ -100,7 +101,7 @@ def _group_axes(ctx: Any, call: Any, position: int) -> Tuple[bool, Optional[Tupl
     axis = axis_of(group, _mypy.typed_before(ctx.api, group))
     if axis is None:
         return True, None
-    return True, axis if isinstance(axis, tuple) else (axis,)
+    return True, axis_names(axis)
 
 
 def written_type(source: Spmd, axes: Optional[Tuple[str, ...]], effect: AxisType, in_place: bool) -> Spmd:

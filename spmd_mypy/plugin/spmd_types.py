@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+from ..vocab.axis import axis_names
 from ..vocab.localtype import BY_LETTER, I, R, V, AxisType, Shard
 from ..vocab.spec import Spmd
 from . import _mypy
@@ -78,7 +79,7 @@ _IMPLICIT_PARTIAL = (
 def _varying(typ: _mypy.Type, axis: AxisKey) -> bool:
     """Whether x is V (or S) on some axis of the collective."""
     actual = spmd_of(typ)
-    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes = axis_names(axis)
     return actual is not None and any(
         t is not None and (t == V or isinstance(t, Shard)) for t in map(actual.axis_type, axes)
     )

@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
+from ..vocab.axis import axis_names
 from ..vocab.collectives import CollectiveError
 from ..vocab.subaxis import base_axis, is_sub_axis, parse_axis_ref, refine_mesh
 from ._local import simulated_group_coord
@@ -108,7 +109,7 @@ _CACHE: dict[tuple[int, object], tuple[DeviceMesh, Comm]] = {}
 
 def _resolve_names(mesh: DeviceMesh, axis: Union[str, Tuple[str, ...]]) -> Comm:
     names = _dim_names(mesh)
-    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes = axis_names(axis)
     if not axes:
         raise CollectiveError("an empty tuple of axes names no communicator")
     if any(isinstance(a, str) and is_sub_axis(a) for a in axes):

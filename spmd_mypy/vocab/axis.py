@@ -11,9 +11,9 @@ group as if the axis name had been written.  Several names (`Axis("dp",
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Tuple, Union
 
-__all__ = ["Axis", "axis_text", "parse_axis_text"]
+__all__ = ["Axis", "axis_names", "axis_text", "parse_axis_text"]
 
 
 class Axis:
@@ -45,3 +45,9 @@ def axis_text(names: Tuple[str, ...]) -> str:
 
 def parse_axis_text(text: str) -> Tuple[str, ...]:
     return tuple(text.split(","))
+
+
+def axis_names(axis: Union[str, Tuple[str, ...]]) -> Tuple[str, ...]:
+    """The axis names an axis argument stands for: one name, or the tuple of
+    a flattened group's ("tp" -> ("tp",), ("dp", "tp") -> itself)."""
+    return axis if isinstance(axis, tuple) else (axis,)
