@@ -130,6 +130,22 @@ def test_tp_group_getter_signature() -> None:
     _assert_matches(stubbed["get_tensor_model_parallel_group"], runtime.get_tensor_model_parallel_group, "getter")
 
 
+@pytest.mark.parametrize(
+    "owner, name",
+    [
+        ("VocabUtility", "vocab_range_from_per_partition_vocab_size"),
+        ("VocabUtility", "vocab_range_from_global_vocab_size"),
+        (None, "split_tensor_along_last_dim"),
+    ],
+)
+def test_utils_signature(owner: Any, name: str) -> None:
+    runtime = importlib.import_module("megatron.core.tensor_parallel.utils")
+    tree = _module("core/tensor_parallel/utils.pyi")
+    body = _classes(tree)[owner].body if owner else tree.body
+    real = getattr(getattr(runtime, owner), name) if owner else getattr(runtime, name)
+    _assert_matches(_defs(body)[name], real, name)
+
+
 def test_package_reexports_what_megatron_does() -> None:
     """megatron.core.tensor_parallel re-exports each stubbed name (the table keys both modules)."""
     package = importlib.import_module("megatron.core.tensor_parallel")
