@@ -234,9 +234,12 @@ def _too_many_combinations(ctx: Any, name: str, namespace: str, keys: List[Text]
 
 
 def _report_op_error(ctx: Any, name: str, message: str) -> None:
-    # mypy tries a reflected dunder (`1.0 + p` runs p.__radd__) with errors
-    # filtered, and any error there becomes its own [operator].
-    fail = _mypy.fail_past_filters if name in REFLECTED else _mypy.fail
+    # mypy tries an operator's dunders with errors filtered (`p + 1` runs
+    # p.__add__, then int.__radd__ if that reported anything; `1.0 + p` runs
+    # p.__radd__): an error seen there makes mypy give up on the dunder, so
+    # the result, which the rules typed as the fix would, became Any.
+    operator = name in REFLECTED or _mypy.is_operator(ctx.context)
+    fail = _mypy.fail_past_filters if operator else _mypy.fail
     fail(ctx.api, message, ctx.context, SPMD_OP)
 
 
