@@ -231,7 +231,7 @@ class FileFacts:
         # (a TypeError built and cleared: ~1K instructions per test)
         find = data.find
         self.uses = find(b"spmd") >= 0 or find(b"Spmd") >= 0 or find(b"SPMD") >= 0
-        self.untyped = find(b"special") >= 0 or find(b"linalg") >= 0 or find(b"fft") >= 0
+        self.untyped = find(b"special") >= 0 or find(b"linalg") >= 0 or find(b"fft") >= 0 or find(b"unique") >= 0
         self.global_code = find(b"global_spmd") >= 0  # @global_spmd scopes (global_scopes.py)
         self.raw_dist = find(b"distributed") >= 0  # raw torch.distributed calls (_mypy.retype_raw_writes)
         self.comms = find(b"reveal_comms") >= 0  # spmd.reveal_comms (comm_sites.note_file)

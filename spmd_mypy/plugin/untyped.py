@@ -1,4 +1,4 @@
-"""Calls of torch.special, torch.linalg and torch.fft, which torch leaves untyped.
+"""Calls of torch.special, torch.linalg, torch.fft and torch.unique, which torch leaves untyped.
 
 torch assigns these modules' functions from an untyped extension module, so
 mypy types every one of them as Any: a call runs no plugin hook, and its Any
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..vocab.opclasses import untyped_function
+from ..vocab.opclasses import UNTYPED_TUPLE_FLAGS, untyped_function
 from . import _mypy, ops
 from .guard import default_return, guarded
 
@@ -33,8 +33,20 @@ def _untyped(ctx: Any) -> _mypy.Type:
     if name is None:
         return default  # a local name that shadows torch, or another attribute
     result = ops.shared_op_hook(name, "torch")(_mypy.call_context(ctx.api, call, _mypy.plain_tensor(ctx.api)))
+    if name in UNTYPED_TUPLE_FLAGS and _tuple_asked(call, UNTYPED_TUPLE_FLAGS[name]):
+        return default  # checked above; a tuple the tables do not type
     named_tuple = _mypy.phantom_generic(ctx.api, name.replace(".", "_"), result)
     return named_tuple if named_tuple is not None else result
+
+
+def _tuple_asked(call: Any, flags: tuple) -> bool:
+    """Whether the call may ask for a tuple: an argument after the input
+    written positionally, or a flag of `flags` not literally False."""
+    parts = _mypy.call_parts(call)
+    if parts is None:
+        return True
+    _, positional, keywords = parts
+    return len(positional) > 1 or any(k in flags and not _mypy.is_false(e) for k, e in keywords)
 
 
 untyped_hook = guarded(_untyped, default_return)

@@ -199,15 +199,30 @@ _UNTYPED_MODULES: Final[dict[str, str]] = {
         ihfftn irfft irfft2 irfftn rfft rfft2 rfftfreq rfftn
     """,
 }
+# torch.unique and torch.unique_consecutive are boolean_dispatch objects of
+# torch.functional, Any to mypy too: typed the same way (nonlinear, the
+# default), keyed by their name.
+_UNTYPED_TOP = _names("unique unique_consecutive")
 UNTYPED_FUNCTIONS: Final[frozenset[str]] = frozenset(
     f"{module}.{name}" for module, names in _UNTYPED_MODULES.items() for name in names.split()
-)
+) | _UNTYPED_TOP
+
+# Untyped functions whose result is a tuple of tensors when an argument
+# after the input is passed positionally, or one of these flags is passed
+# and not literally False (`torch.unique(x, return_inverse=True)`): such a
+# call's rule is checked, and its result stays untyped.
+UNTYPED_TUPLE_FLAGS: Final[dict[str, Tuple[str, ...]]] = {
+    "unique": ("return_inverse", "return_counts"),
+    "unique_consecutive": ("return_inverse", "return_counts"),
+}
 
 
 def untyped_function(fullname: str) -> Optional[str]:
     """The key of a function of UNTYPED_FUNCTIONS ("torch.special.expit" ->
-    "special.expit"); None for any other name."""
+    "special.expit"; "torch.unique" and its definition's name
+    "torch.functional.unique" -> "unique"); None for any other name."""
     key = fullname[6:] if fullname.startswith("torch.") else ""
+    key = key[11:] if key.startswith("functional.") else key
     return key if key in UNTYPED_FUNCTIONS else None
 
 

@@ -5,6 +5,7 @@ named tuples of the stub (spmd_phantom.linalg_*)."""
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 from typing import Callable, Dict, List
 
@@ -20,6 +21,7 @@ from spmd_mypy.vocab.opclasses import (
     MULTILINEAR,
     NONLINEAR,
     UNTYPED_FUNCTIONS,
+    UNTYPED_TUPLE_FLAGS,
     WITHOUT_OPERANDS,
     op_class,
     untyped_function,
@@ -34,7 +36,20 @@ def _public_functions() -> set:
 
 
 def test_the_table_lists_every_public_function_of_the_three_modules() -> None:
-    assert UNTYPED_FUNCTIONS == _public_functions()
+    assert {k for k in UNTYPED_FUNCTIONS if "." in k} == _public_functions()
+
+
+def test_unique_is_keyed_by_its_name_and_its_tuple_flags_are_torchs() -> None:
+    assert {k for k in UNTYPED_FUNCTIONS if "." not in k} == {"unique", "unique_consecutive"}
+    assert untyped_function("torch.unique") == "unique"
+    assert untyped_function("torch.functional.unique") == "unique"  # the definition's name
+    for name, flags in UNTYPED_TUPLE_FLAGS.items():
+        params = inspect.signature(getattr(torch.functional, f"_{name}_impl")).parameters
+        assert set(flags) <= set(params), name
+        x = torch.tensor([3, 1, 3])
+        assert isinstance(getattr(torch, name)(x), torch.Tensor)
+        for flag in flags:
+            assert isinstance(getattr(torch, name)(x, **{flag: True}), tuple), (name, flag)
 
 
 def test_names_map_to_keys_only_for_listed_functions() -> None:
@@ -118,7 +133,7 @@ def test_stub_named_tuples_match_torchs_results() -> None:
     spd = a @ a.T + 3 * torch.eye(3, dtype=torch.float64)
     found = {}
     for key in sorted(UNTYPED_FUNCTIONS):
-        module, fn = key.split(".")
+        module, _, fn = key.rpartition(".")
         if module != "linalg":
             continue
         f = getattr(torch.linalg, fn)
