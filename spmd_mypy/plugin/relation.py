@@ -87,7 +87,7 @@ def report_arg(
             fix = f"in the branch where {name} is {g}, {fix}"
         api.fail(
             f"{what} is {g} on axis {axis!r} where {w} is expected: "
-            f"{mismatch_consequence(g, w, axis)}" + (f". Hint: {fix}" if fix else ""),
+            f"{mismatch_consequence(g, w, axis, got.nograd)}" + (f". Hint: {fix}" if fix else ""),
             expr,
             code=code,
         )

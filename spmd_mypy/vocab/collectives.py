@@ -323,12 +323,15 @@ def fix_call(got: AxisType, want: AxisType, axis: AxisLabel, name: str = "x") ->
     return None
 
 
-def mismatch_consequence(got: AxisType, want: AxisType, axis: AxisLabel) -> str:
-    """What goes wrong when a `got` value is used where `want` is expected."""
+def mismatch_consequence(got: AxisType, want: AxisType, axis: AxisLabel, nograd: bool = False) -> str:
+    """What goes wrong when a `got` value is used where `want` is expected
+    (`nograd`: the value carries no gradient, so only its forward values count)."""
     partitioned = boundary_consequence(got, want, str(axis))
     if partitioned is not None:
         return partitioned
     sk, dk = kind(got), kind(want)
+    if nograd and sk in ("R", "I") and isinstance(want, Shard):
+        return f"each rank holds the whole value where its shard of dim {want.dim} over {axis!r} is expected"
     if sk == "P":
         return f"the pending sum over {axis!r} was never taken, so each rank holds only its addend"
     if dk == "P":
