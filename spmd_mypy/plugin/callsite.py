@@ -118,16 +118,23 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
 def select_operands(ctx: Any, name: str, receiver: bool) -> Optional[List[Tuple[str, List[object]]]]:
     """The operands of a selection (vocab.opclasses.SELECTIONS) by role, the
     selector first: a value that is zero (a literal 0, or a tensor of zeros,
-    `torch.zeros_like(x).scatter_add(0, i, p)`) is no term and left out, any
-    other number is SCALAR.  None where no selector or no value is written
+    `torch.zeros_like(x).scatter_add(0, i, p)`) is no term and left out, a
+    rank number is its operand type (ranks.py), any other number SCALAR.  None where no selector or no value is written
     (`torch.where(c)` alone: the indices of its nonzero entries)."""
     selector: Optional[Tuple[str, List[object]]] = None
     values: List[Tuple[str, List[object]]] = []
     for _, expr, typ, is_selector in _selection_roles(ctx, name, receiver):
         if is_selector:
             selector = (_mypy.expr_text(expr), candidates(typ)) if holds_tensor(typ) else None
+        elif holds_tensor(typ):
+            if not _no_term(expr, typ):
+                values.append((_mypy.expr_text(expr), candidates(typ)))
+            else:
+                values.append(("0", []))  # written, and no term
+        elif (rank := rank_operand(typ)) is not None:  # where(m, x, rank): differs by rank
+            values.append((RankText(_mypy.expr_text(expr)), [rank]))
         elif not _no_term(expr, typ):
-            values.append((_mypy.expr_text(expr), candidates(typ) if holds_tensor(typ) else [SCALAR]))
+            values.append((_mypy.expr_text(expr), [SCALAR]))
         else:
             values.append(("0", []))  # written, and no term
     if selector is None or not values:
