@@ -119,24 +119,21 @@ def select_operands(ctx: Any, name: str, receiver: bool) -> Optional[List[Tuple[
     """The operands of a selection (vocab.opclasses.SELECTIONS) by role, the
     selector first: a value that is zero (a literal 0, or a tensor of zeros,
     `torch.zeros_like(x).scatter_add(0, i, p)`) is no term and left out, a
-    rank number is its operand type (ranks.py), any other number SCALAR.  None where no selector or no value is written
-    (`torch.where(c)` alone: the indices of its nonzero entries)."""
+    rank number is its operand type (ranks.py), any other number SCALAR.
+    None where no selector or no value is written (`torch.where(c)` alone:
+    the indices of its nonzero entries)."""
     selector: Optional[Tuple[str, List[object]]] = None
     values: List[Tuple[str, List[object]]] = []
-    for _, expr, typ, is_selector in _selection_roles(ctx, name, receiver):
+    for param, expr, typ, is_selector in _selection_roles(ctx, name, receiver):
+        text = receiver_text(ctx) if param == _RECEIVER else _mypy.expr_text(expr)
         if is_selector:
-            selector = (_mypy.expr_text(expr), candidates(typ)) if holds_tensor(typ) else None
+            selector = (text, candidates(typ)) if holds_tensor(typ) else None
         elif holds_tensor(typ):
-            if not _no_term(expr, typ):
-                values.append((_mypy.expr_text(expr), candidates(typ)))
-            else:
-                values.append(("0", []))  # written, and no term
+            values.append((text, [] if _no_term(expr, typ) else candidates(typ)))  # []: written, no term
         elif (rank := rank_operand(typ)) is not None:  # where(m, x, rank): differs by rank
-            values.append((RankText(_mypy.expr_text(expr)), [rank]))
-        elif not _no_term(expr, typ):
-            values.append((_mypy.expr_text(expr), [SCALAR]))
+            values.append((RankText(text), [rank]))
         else:
-            values.append(("0", []))  # written, and no term
+            values.append((text, [] if _no_term(expr, typ) else [SCALAR]))
     if selector is None or not values:
         return None
     return [selector] + [v for v in values if v[1]]
@@ -156,11 +153,14 @@ def _selection_roles(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, Any
     selector, values = SELECTIONS[name]
     roles: List[Tuple[str, Any, _mypy.Type, bool]] = []
     if receiver:
-        roles.append(("self", _mypy.call_receiver(ctx.context), ctx.type, False))
+        roles.append((_RECEIVER, _mypy.call_receiver(ctx.context), ctx.type, False))
     for formal, exprs, types in _mypy.formal_groups(ctx):
         if exprs and formal is not None and (formal == selector or formal in values or formal == "self"):
             roles.append((formal, exprs[0], types[0], formal == selector))
     return roles
+
+
+_RECEIVER = "<receiver>"  # a method's receiver among a selection's roles
 
 
 def _no_term(expr: Any, typ: _mypy.Type) -> bool:
