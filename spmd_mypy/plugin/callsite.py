@@ -12,7 +12,9 @@ import ast
 import keyword
 from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union, overload
 
-from ..vocab.opclasses import REFLECTED, SCALAR, SCALAR_OPERANDS, SELECTIONS, ZERO_FILL, keeps_class
+from ..vocab.opclasses import (
+    NONLINEAR, REFLECTED, SCALAR, SCALAR_OPERANDS, SELECTION, SELECTIONS, ZERO_FILL, keeps_class,
+)
 from ..vocab.localtype import R, V
 from ..vocab.spec import Spmd
 from . import _mypy
@@ -115,6 +117,14 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
     return ops
 
 
+def selection(ctx: Any, name: str, receiver: bool) -> Tuple[str, Optional[List[Tuple[str, List[object]]]]]:
+    """(class, operands) of a selection's call: SELECTION and its operands by
+    role (select_operands), or NONLINEAR and None where it selects nothing
+    (`torch.where(c)` alone: the indices of its nonzero entries)."""
+    selected = select_operands(ctx, name, receiver)
+    return (SELECTION, selected) if selected is not None else (NONLINEAR, None)
+
+
 def select_operands(ctx: Any, name: str, receiver: bool) -> Optional[List[Tuple[str, List[object]]]]:
     """The operands of a selection (vocab.opclasses.SELECTIONS) by role, the
     selector first: a value that is zero (a literal 0, or a tensor of zeros,
@@ -155,7 +165,7 @@ def _selection_roles(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, Any
     if receiver:
         roles.append((_RECEIVER, _mypy.call_receiver(ctx.context), ctx.type, False))
     for formal, exprs, types in _mypy.formal_groups(ctx):
-        if exprs and formal is not None and (formal == selector or formal in values or formal == "self"):
+        if exprs and formal is not None and (formal == selector or formal in values):
             roles.append((formal, exprs[0], types[0], formal == selector))
     return roles
 

@@ -236,11 +236,10 @@ def _global_op(
     factor_name: Optional[str] = None,
 ) -> Typed:
     _global_rules()
-    # a selection's operands by role, but where its factor row reads them by position (gather)
-    by_role = cls == SELECTION and not reads_indices(factor_name or _factor_name(name))
-    selected = callsite.select_operands(ctx, name, receiver) if by_role else None
-    if by_role and selected is None:
-        cls = NONLINEAR  # where(condition): indices
+    fname = factor_name or _factor_name(name)
+    selected = None
+    if cls == SELECTION and not reads_indices(fname):  # else its factor row reads them by position (gather)
+        cls, selected = callsite.selection(ctx, name, receiver)
     options = selected or callsite.operands(ctx, name, receiver)
     # an argument made the op nonlinear at this call (a fill, an integer dtype)
     decided = cls is NONLINEAR and op_class(name, namespace) is not NONLINEAR
@@ -262,7 +261,6 @@ def _global_op(
         else:
             operands.append(SCALAR if o is SCALAR else o)
     names = [text for text, _ in options]
-    fname = factor_name or _factor_name(name)
     sharded = [(n, g) for n, g in zip(names, operands) if isinstance(g, GlobalType) and g.spec.axes]
     params, missing = _params(ctx, fname)
     if not has_rule(fname) or (missing and sharded):

@@ -38,7 +38,7 @@ from ..vocab.opnames import display_name
 from ..vocab.spec import Spmd
 from . import _mypy, contraction
 from .answers import depends_on_site
-from .callsite import RankText, Text, in_function_body, operands, receiver_text, select_operands
+from .callsite import RankText, Text, in_function_body, operands, receiver_text, selection
 from .carrier import spmd_of
 from .errors import SPMD_OP
 
@@ -176,9 +176,9 @@ def infer_all(
         options: List[Tuple[Text, List[object]]] = [(t, [o]) for t, o in single]
         cls, n_product = "affine", len(product)
     else:
-        selected = select_operands(ctx, name, receiver) if cls == SELECTION else None
-        if cls == SELECTION and selected is None:
-            cls = NONLINEAR  # where(condition): indices
+        selected = None
+        if cls == SELECTION:
+            cls, selected = selection(ctx, name, receiver)
         n_product = 0
         options = operands(ctx, name, receiver, lazy=True) if selected is None else [(t, c) for t, c in selected]
     if project is not None:

@@ -483,39 +483,38 @@ def split_source(expr: Optional[Expression]) -> Optional[Tuple[Expression, Optio
     return source, int_value(dims[0]) if dims else _DIM_DEFAULT.get(name, 0), name == "unbind"
 
 
-def makes_zeros(expr: Expression) -> bool:
-    """A call that makes a tensor of zeros: torch.zeros(...),
-    torch.zeros_like(x), x.new_zeros(...)."""
+def _torch_call(expr: Optional[Expression], functions: frozenset, methods: frozenset) -> bool:
+    """A call of one of torch's `functions` (by the callee's fullname) or of
+    a method named in `methods` (`x.new_zeros(n)`)."""
     if not isinstance(expr, CallExpr):
         return False
     callee = expr.callee
-    if isinstance(callee, MemberExpr) and callee.name == "new_zeros":
+    if isinstance(callee, MemberExpr) and callee.name in methods:
         return True
     full = fullname_of(callee) or ""
-    return full.startswith("torch.") and full.rpartition(".")[2] in ("zeros", "zeros_like")
+    return full.startswith("torch.") and full.rpartition(".")[2] in functions
 
 
+_ZEROS, _NEW_ZEROS = frozenset({"zeros", "zeros_like"}), frozenset({"new_zeros"})
 # Calls that make a new tensor no other name holds: factories and copies
 # (not views: x.detach() and x.view(n) share x's storage).
-_FRESH = frozenset({
+_FRESH_FUNCTIONS = frozenset({
     "empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "rand", "randn",
-    "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "clone",
 })
+_FRESH_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "clone"})
+
+
+def makes_zeros(expr: Optional[Expression]) -> bool:
+    """A call that makes a tensor of zeros: torch.zeros(...),
+    torch.zeros_like(x), x.new_zeros(...)."""
+    return _torch_call(expr, _ZEROS, _NEW_ZEROS)
 
 
 def makes_fresh(expr: Optional[Expression]) -> bool:
     """A call that makes a tensor nothing else holds (torch.empty(n),
     x.new_empty(n), x.clone()): an in-place op on it changes no other
     value."""
-    if not isinstance(expr, CallExpr):
-        return False
-    callee = expr.callee
-    if isinstance(callee, MemberExpr) and callee.name in _FRESH and (
-        callee.name.startswith("new_") or callee.name == "clone"
-    ):
-        return True
-    full = fullname_of(callee) or ""
-    return full.startswith("torch.") and full.rpartition(".")[2] in _FRESH
+    return _torch_call(expr, _FRESH_FUNCTIONS, _FRESH_METHODS)
 
 
 def assignable(expr: Optional[Expression]) -> bool:
