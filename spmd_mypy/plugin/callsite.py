@@ -139,7 +139,7 @@ def select_operands(ctx: Any, name: str, receiver: bool) -> Optional[List[Tuple[
         if is_selector:
             selector = (text, candidates(typ)) if holds_tensor(typ) else None
         elif holds_tensor(typ):
-            values.append((text, [] if _no_term(expr, typ) else candidates(typ)))  # []: written, no term
+            values.append((text, [] if _no_term(expr, typ, ctx, param) else candidates(typ)))  # []: no term
         elif (rank := rank_operand(typ)) is not None:  # where(m, x, rank): differs by rank
             values.append((RankText(text), [rank]))
         else:
@@ -153,8 +153,8 @@ def selection_key(ctx: Any, name: str, receiver: bool) -> Tuple[bool, ...]:
     """Which values of a selection are no term (select_operands): the key
     beside the call's question, whose types do not tell a literal 0 from
     1.0, or torch.zeros(n) from another R value."""
-    return tuple(_no_term(expr, typ) for _, expr, typ, is_selector in _selection_roles(ctx, name, receiver)
-                 if not is_selector)
+    return tuple(_no_term(expr, typ, ctx, param) for param, expr, typ, is_selector
+                 in _selection_roles(ctx, name, receiver) if not is_selector)
 
 
 def _selection_roles(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, Any, _mypy.Type, bool]]:
@@ -173,9 +173,14 @@ def _selection_roles(ctx: Any, name: str, receiver: bool) -> List[Tuple[str, Any
 _RECEIVER = "<receiver>"  # a method's receiver among a selection's roles
 
 
-def _no_term(expr: Any, typ: _mypy.Type) -> bool:
-    """A value of a selection that adds nothing: a literal 0, a tensor of zeros."""
+def _no_term(expr: Any, typ: _mypy.Type, ctx: Any = None, param: str = "") -> bool:
+    """A value of a selection that adds nothing: a literal 0, a tensor of
+    zeros (also a receiver whose one binding made zeros and that nothing has
+    read since: `out = torch.zeros(n); out.index_add_(0, i, p)`)."""
     if holds_tensor(typ):
+        if param == _RECEIVER and (spmd := spmd_of(typ)) is not None and spmd.nograd:  # as a factory's value
+            if _mypy.holds_zeros(ctx.api, ctx.context):
+                return True
         return expr is not None and _mypy.makes_zeros(expr)
     return keeps_class(ZERO_FILL, _mypy.literal_value(expr)) if expr is not None else False
 

@@ -200,7 +200,11 @@ def _keeps_type(ctx: Any, name: str) -> _mypy.Type:
 
 def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.Type:
     before = spmd_of(ctx.type)
-    after = infer(ctx, base, cls, namespace, True)
+    # a buffer a factory made, which no other name holds (_mypy.fresh_locals)
+    bound = _mypy.fresh_binding(ctx.api, ctx.context) if before is not None and before.nograd else None
+    after = _added_to_zeros(ctx) if bound is not None and cls == LINEAR and _mypy.makes_zeros(bound) else None
+    if after is None:
+        after = infer(ctx, base, cls, namespace, True)
     if after is not None and _mypy.makes_fresh(_mypy.call_receiver(ctx.context)):
         # x.new_empty(n).normal_(): no name holds the tensor it changes, so
         # its result is the op's, as out of place
@@ -211,6 +215,20 @@ def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.
             for a, t in after.axes.items()
             if before.axis_type(a) is not None and local_kind(before.axis_type(a)) != local_kind(t)
         ]
+        gains_grad = before.nograd and not after.nograd  # buf = torch.ones(n); buf += h
+        if (changed or gains_grad) and bound is not None:
+            # out = torch.zeros(n); out.index_add_(0, i, v): the op rebinds the name
+            made = typed_result(ctx, after, True)
+            if _mypy.rebind_local(ctx.api, ctx.context, made, _mypy.makes_zeros(bound)):
+                return ctx.type if _mypy.operator_assigned(ctx.context) else made  # x += y: mypy checks it keeps x's
+        if gains_grad and not changed:
+            ctx.api.fail(
+                f"in-place {display_name(name, namespace)} would give {receiver_text(ctx)} a gradient, but it "
+                f"holds none and an in-place op keeps the tensor's type: the gradient flowing back through it "
+                f"would go unchecked. Hint: {_rebound(ctx, name, base) or 'use the out-of-place op and rebind the name'}",
+                ctx.context,
+                code=SPMD_INPLACE,
+            )
         if changed:
             a, was, now = changed[0]
             assert was is not None  # filtered above
@@ -224,6 +242,14 @@ def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.
     if (before is not None or _mypy.is_carrier(ctx.type)) and _mypy.has_tensor(ctx.default_return_type):
         return ctx.type  # x += y: the name keeps its type (an unknown one too)
     return ctx.default_return_type
+
+
+def _added_to_zeros(ctx: Any) -> Optional[Spmd]:
+    """The type of a linear op into a buffer of zeros (`acc = torch.zeros(n);
+    acc += p`): zeros fit any type, so the result is its one tensor
+    operand's; None where the call has another form."""
+    tensors = [typ for _, _, typ in _mypy.call_args(ctx) if _mypy.has_tensor(typ)]
+    return spmd_of(tensors[0]) if len(tensors) == 1 else None
 
 
 def _inplace_fix(ctx: Any, name: str, base: str, axis: str, was: AxisType, now: AxisType) -> str:
@@ -251,18 +277,32 @@ def _inplace_fix(ctx: Any, name: str, base: str, axis: str, was: AxisType, now: 
         return f"seed the ranks' generators alike on {axis!r} and say so: synced_rng = {axis} under [spmd_mypy]"
     if culprit is None:
         return f"use the out-of-place {base} and rebind the name"
-    if op_class_or_none(base, "tensor") == ASSIGN:
-        rebound = f"{receiver} = {culprit}"  # dst.copy_(src): src is the value
-    elif operator and base in OPERATOR_SYMBOLS:
-        rebound = f"{receiver} = {receiver} {OPERATOR_SYMBOLS[base]} {culprit}"
-    else:
-        written = [f"{k}={_mypy.expr_text(e)}" if k else _mypy.expr_text(e) for k, e, _ in _mypy.call_args(ctx)]
-        out_of_place = f"{receiver}.{base}({', '.join(written)})"
-        if not _mypy.assignable(_mypy.call_receiver(ctx.context)):
-            # x.view(-1).add_(h): no name to rebind (and a view changes its base)
-            return f"name the out-of-place {out_of_place}, which is {now} on {axis!r}"
-        rebound = f"{receiver} = {out_of_place}"
+    rebound = _rebound(ctx, name, base, culprit)
+    if rebound is None:  # x.view(-1).add_(h): no name to rebind (and a view changes its base)
+        return f"name the out-of-place {_out_of_place(ctx, base)}, which is {now} on {axis!r}"
     return f"{rebound} ({receiver} is then {now} on {axis!r})"
+
+
+def _rebound(ctx: Any, name: str, base: str, culprit: Optional[str] = None) -> Optional[str]:
+    """The in-place call as its out-of-place op bound to the receiver's name
+    (`x = x + y`, `x = x.index_add(0, i, v)`, `x = y` for x.copy_(y)); None
+    where the receiver is no name."""
+    receiver = receiver_text(ctx)
+    args = _mypy.call_args(ctx)
+    culprit = culprit or (_mypy.expr_text(args[0][1]) if args else None)
+    if op_class_or_none(base, "tensor") == ASSIGN and culprit is not None:
+        return f"{receiver} = {culprit}"  # dst.copy_(src): src is the value
+    operator = _mypy.operator_sides(ctx.context) is not None and name in OPERATOR_SYMBOLS
+    if operator and base in OPERATOR_SYMBOLS and culprit is not None:
+        return f"{receiver} = {receiver} {OPERATOR_SYMBOLS[base]} {culprit}"
+    if not _mypy.assignable(_mypy.call_receiver(ctx.context)) and not operator:
+        return None
+    return f"{receiver} = {_out_of_place(ctx, base)}"
+
+
+def _out_of_place(ctx: Any, base: str) -> str:
+    written = [f"{k}={_mypy.expr_text(e)}" if k else _mypy.expr_text(e) for k, e, _ in _mypy.call_args(ctx)]
+    return f"{receiver_text(ctx)}.{base}({', '.join(written)})"
 
 
 # Attributes of a carrier: views keep the type (VIEW_ATTRIBUTES), .grad has the gradient's type.

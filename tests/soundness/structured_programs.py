@@ -15,6 +15,10 @@ generator rules as programs.py (whose candidates they reuse):
 - `loop_programs`: `for _ in range(2):` re-binding a value `h`; the body is
   typed right on the first iteration and sometimes breaks a rule on the
   second.
+- `buffer_programs`: a buffer `buf = torch.zeros(...)` (sometimes ones)
+  filled in place (`buf += x`, `buf.add_(x)`, `buf.sub_(x)`), straight or
+  in a loop of two; sometimes another name holds the buffer first (`keep =
+  buf`), whose type the in-place op then makes wrong.
 
 Each program is a `Program` (programs.py) whose `statements` are what the
 ranks execute in order, so meaning.py's `run` gives its meaning unchanged:
@@ -37,7 +41,7 @@ from .programs import (
     collective_candidates, inputs, unary_candidates,
 )
 
-KINDS = ("union", "class", "loop")
+KINDS = ("union", "class", "loop", "buffer")
 _TYPES = ["R", "I", "V", "P", "S(0)", "S(1)"]
 
 
@@ -285,4 +289,54 @@ def loop_programs(draw: st.DrawFn) -> LoopProgram:
     return LoopProgram(ins, stmts, "v0", out, not why, tuple(why), pre=len(pre), body=len(body))
 
 
-STRATEGIES = {"union": union_programs, "class": class_programs, "loop": loop_programs}
+# -- buffers filled in place ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InPlace(Stmt):
+    """`buf += x` or `buf.add_(x)`: rendered as the write alone (meaning.run
+    evaluates `expr`, the name itself, then runs the write on it)."""
+
+    def render(self) -> str:
+        return f"{self.name}{self.write}"
+
+
+_FILLS = (" += {}", ".add_({})", ".sub_({})")
+
+
+@st.composite
+def buffer_programs(draw: st.DrawFn) -> Program:
+    """Straight code is a FlagProgram without flags (one run)."""
+    ins = draw(inputs())
+    x = ins[draw(st.integers(0, len(ins) - 1))]
+    same = [y for y in ins if y.shape == x.shape]
+    zeros = draw(st.integers(0, 4)) > 0
+    factory = "zeros" if zeros else "ones"
+    pre = [Stmt("buf", expr=f"torch.{factory}({', '.join(map(str, x.shape))})")]
+    alias = draw(st.integers(0, 4)) == 0
+    if alias:  # another name holds the buffer: the in-place op changes its value, not its type
+        pre.append(Stmt("keep", expr="buf"))
+    fills = [same[draw(st.integers(0, len(same) - 1))] for _ in range(draw(st.integers(1, 2)))]
+    body = [InPlace("buf", expr="buf", write=draw(st.sampled_from(_FILLS)).format(y.name)) for y in fills]
+    looped = draw(st.booleans())
+    why: List[str] = []
+    types: Optional[Types] = None if zeros else {a: "R" for a in AXES}  # None: zeros, which fit any type
+    for y in fills * (2 if looped else 1):
+        if types is None:
+            types = dict(y.types)
+        else:
+            types, w = _types_of_op(LINEAR, [types, y.types])
+            why += w
+    assert types is not None
+    if alias:  # keep is typed as the buffer was made, R without gradient; the fill gives it one
+        why.append("keep holds the buffer the in-place op changed")
+        types = {a: "R" for a in AXES}
+    post = (Stmt("v0", expr=("keep" if alias else "buf") + " * 1.0"),)
+    out = _ret_types(draw, Value("v0", x.shape, types), why)
+    if looped:
+        stmts = tuple(pre) + tuple(body) * 2 + post
+        return LoopProgram(ins, stmts, "v0", out, not why, tuple(why), pre=len(pre), body=len(body))
+    return FlagProgram(ins, tuple(pre) + tuple(body) + post, "v0", out, not why, tuple(why), flags=0)
+
+
+STRATEGIES = {"union": union_programs, "class": class_programs, "loop": loop_programs, "buffer": buffer_programs}

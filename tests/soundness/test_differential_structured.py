@@ -5,8 +5,9 @@ ONE mypy run, then every accepted program is run on 4 simulated ranks once
 per flag assignment and held against its meaning (meaning.py, by harness.judge):
 it must agree for every assignment.  Planted programs (the holes once found:
 a Union operand set of five checked in part, a write of the wrong type to an
-annotated module attribute, a loop whose second iteration breaks a rule) must
-be rejected, and the judge must find them unsound when run.
+annotated module attribute, a loop whose second iteration breaks a rule, an
+in-place op giving a gradient to a buffer typed as holding none) must be
+rejected, and the judge must find them unsound when run.
 
     SPMD_SOUNDNESS_STRUCTURED_N=100 python -m pytest tests/soundness/test_differential_structured.py -q -s
 
@@ -25,7 +26,7 @@ import pytest
 from . import harness
 from .mypy_batch import MypyReport, check_batch
 from .programs import Input, Program, Stmt
-from .structured_programs import KINDS, STRATEGIES, ClassProgram, FlagProgram, LoopProgram
+from .structured_programs import KINDS, STRATEGIES, ClassProgram, FlagProgram, InPlace, LoopProgram
 
 N = int(os.environ.get("SPMD_SOUNDNESS_STRUCTURED_N", "100"))
 
@@ -72,7 +73,17 @@ def _loop_breaking_on_the_second_iteration() -> LoopProgram:
     return LoopProgram(ins, lines, "v0", _P, expect_ok=False, pre=1, body=2)
 
 
+def _gradient_into_a_buffer_without_one() -> FlagProgram:
+    """A buffer of ones (R, no gradient) given x0's gradient in place, returned
+    as dp=V, tp=I: typed as holding no gradient, it could be returned as any type."""
+    ins = (Input("x0", _R, (4, 4)),)
+    lines = (Stmt("buf", expr="torch.ones(4, 4)"), InPlace("buf", expr="buf", write=" += x0"),
+             Stmt("v0", expr="buf * 1.0"))
+    return FlagProgram(ins, lines, "v0", {"dp": "V", "tp": "I"}, expect_ok=False, flags=0)
+
+
 PLANTED: Dict[str, Program] = {
+    "planted_inplace_gradient_into_a_buffer": _gradient_into_a_buffer_without_one(),
     "planted_union_cat_of_five": _cat_of_five_first_partial(),
     "planted_attribute_write": _attribute_write_of_another_type(),
     "planted_loop_second_iteration": _loop_breaking_on_the_second_iteration(),

@@ -122,6 +122,7 @@ from .carriers import (
     plain_tensor_like,
     unknown_carrier,
 )
+from .fresh_locals import fresh_binding, holds_zeros, operator_assigned, rebind_local
 from .expressions import (
     NOT_LITERAL,
     UNRENDERED,
@@ -462,7 +463,7 @@ __all__ = [
     "UNRENDERED",
     "call_parts",
     "display_items", "copied_sequence", "split_source", "comprehension_element", "typed_already", "starred",
-    "makes_zeros", "makes_fresh", "call_receiver", "assignable",
+    "makes_zeros", "makes_fresh", "call_receiver", "assignable", "fresh_binding", "holds_zeros", "rebind_local", "operator_assigned",
     "expr_text",
     "fullname_of",
     "int_value",

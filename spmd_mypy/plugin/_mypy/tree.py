@@ -210,3 +210,25 @@ class BodyMemo(Generic[T]):
         """(the value,) read from `func` while its body was whole, else None."""
         kept = self._kept.get(id(func))
         return (kept[1],) if kept is not None and kept[0] is func else None
+
+
+# Attributes of mypy nodes that point away from the node's own subtree (definitions,
+# analysed or expanded copies) or hold types rather than expressions.
+_NOT_CHILDREN = frozenset({
+    "node", "analyzed", "info", "original_def", "def_var", "var", "expanded", "type",
+    "unanalyzed_type", "unanalyzed_items", "original_decorators", "removed_statements",
+    "removed_base_type_exprs", "names", "imports", "raw_data", "alias_deps", "type_args",
+})
+_ATTRS: Dict[type, Tuple[str, ...]] = {}
+
+
+def child_attrs(cls: type) -> Tuple[str, ...]:
+    """The attributes of a mypy node class that may hold child nodes (mypyc
+    lists them), for a walk of every node of a subtree."""
+    hit = _ATTRS.get(cls)
+    if hit is None:
+        names: List[str] = []
+        for klass in cls.__mro__:
+            names += [n for n in getattr(klass, "__mypyc_attrs__", ()) if n not in names]
+        hit = _ATTRS[cls] = tuple(n for n in names if n not in _NOT_CHILDREN and not n.startswith("_"))
+    return hit

@@ -72,6 +72,8 @@ from mypy.types import (
     get_proper_type,
 )
 
+from .tree import child_attrs
+
 __all__ = ["FileShare", "UncheckedCall", "measure", "build_options", "check"]
 
 CARRIER = "spmd_phantom.SpmdTensor"
@@ -152,27 +154,6 @@ def _checked_copy(fn: FuncItem) -> FuncItem:
     return copies[-1]
 
 
-# Attributes of mypy nodes that point away from the node's own subtree (definitions,
-# analysed or expanded copies) or hold types rather than expressions.
-_NOT_CHILDREN = frozenset({
-    "node", "analyzed", "info", "original_def", "def_var", "var", "expanded", "type",
-    "unanalyzed_type", "unanalyzed_items", "original_decorators", "removed_statements",
-    "removed_base_type_exprs", "names", "imports", "raw_data", "alias_deps", "type_args",
-})
-_ATTRS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _children_attrs(cls: type) -> Tuple[str, ...]:
-    """The attributes of a mypy node class that may hold child nodes (mypyc lists them)."""
-    hit = _ATTRS.get(cls)
-    if hit is None:
-        names: List[str] = []
-        for klass in cls.__mro__:
-            names += [n for n in getattr(klass, "__mypyc_attrs__", ()) if n not in names]
-        hit = _ATTRS[cls] = tuple(n for n in names if n not in _NOT_CHILDREN and not n.startswith("_"))
-    return hit
-
-
 class _Collector:
     """Every expression of a file, in source order; assignment targets and rewrites set aside.
 
@@ -206,7 +187,7 @@ class _Collector:
             # its copies (one per value), not its own body; measure the last.
             self.walk(_checked_copy(node))
             return
-        for name in _children_attrs(type(node)):
+        for name in child_attrs(type(node)):
             self.walk(getattr(node, name, None))
 
     def _record(self, o: Expression) -> None:
