@@ -80,21 +80,28 @@ Text = Union[str, SourceText]
 
 
 @overload
-def operands(ctx: Any, name: str, receiver: bool, lazy: Literal[False] = ...) -> List[Tuple[str, List[object]]]: ...
+def operands(
+    ctx: Any, name: str, receiver: bool, lazy: Literal[False] = ..., zeros: bool = ...
+) -> List[Tuple[str, List[object]]]: ...
 @overload
-def operands(ctx: Any, name: str, receiver: bool, lazy: bool) -> List[Tuple[Text, List[object]]]: ...
+def operands(ctx: Any, name: str, receiver: bool, lazy: bool, zeros: bool = ...) -> List[Tuple[Text, List[object]]]: ...
 
 
-def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tuple[Any, List[object]]]:
+def operands(
+    ctx: Any, name: str, receiver: bool, lazy: bool = False, zeros: bool = False
+) -> List[Tuple[Any, List[object]]]:
     """The operands in source order: each its text and its possible types.
-    `lazy`: the texts are SourceText, rendered only if a message needs them."""
+    `lazy`: the texts are SourceText, rendered only if a message needs them.
+    `zeros` (a linear op): a tensor of zeros is no term and left out while a
+    typed operand remains (zero_terms)."""
     scalars = name in SCALAR_OPERANDS
     text_of: Callable[[Any], Text] = _lazy_text if lazy else _mypy.expr_text
     ops: List[Tuple[Text, List[object]]] = []
-    if receiver:
+    dropped = _zero_operands(ctx, name, receiver) if zeros else ()
+    if receiver and _RECEIVER not in dropped:
         ops.append((SourceText(receiver_text, ctx) if lazy else receiver_text(ctx), candidates(ctx.type)))
     for arg_name, expr, typ in _mypy.call_args(ctx):
-        if arg_name == "out":
+        if arg_name == "out" or any(expr is e for e in dropped):
             continue  # out= receives the result; checked by ops.check_out
         if holds_tensor(typ):
             ops.append((text_of(expr), candidates(typ)))
@@ -105,7 +112,7 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
             ops.append((text_of(expr), [SCALAR]))
         else:  # torch.cat([a, b]), torch.stack(parts): every tensor in the sequence
             ops.extend(_sequence_operands(ctx, expr, typ, text_of))
-    if receiver and len(ops) == 2 and _mypy.is_operator(ctx.context):
+    if receiver and len(ops) == 2 and not dropped and _mypy.is_operator(ctx.context):
         # An operator: name the operands as written; a reflected dunder runs
         # on the right operand, so its argument is the left one.
         left, right = (ops[1], ops[0]) if name in REFLECTED else (ops[0], ops[1])
@@ -115,6 +122,56 @@ def operands(ctx: Any, name: str, receiver: bool, lazy: bool = False) -> List[Tu
         )
         ops = [(_as_rank(sides[0], left[0]), left[1]), (_as_rank(sides[1], right[0]), right[1])]
     return ops
+
+
+def zero_terms(ctx: Any, name: str, receiver: bool) -> Dict[Any, bool]:
+    """The tensor operands of a linear op that hold zeros (a call of
+    torch.zeros, or a name that still holds the zeros it was bound to,
+    _mypy.zeros_operand): expression -> whether the op's statement rebinds
+    that name (`total = total + l`).  _RECEIVER stands for a method's
+    receiver (`torch.zeros(n) + p`)."""
+    found: Dict[Any, bool] = {}
+    for key, expr, typ in zero_roles(ctx, name, receiver):
+        if expr is None or not holds_tensor(typ) or not _mypy.zeros_candidate(expr):
+            continue
+        rebound = _mypy.zeros_operand(ctx.api, expr, ctx.context)
+        if rebound is not None:
+            found[key] = rebound
+    return found
+
+
+def _zero_operands(ctx: Any, name: str, receiver: bool) -> Tuple[Any, ...]:
+    """zero_terms, when some other operand is typed (zeros alone are a value)."""
+    found = zero_terms(ctx, name, receiver)
+    if not found:
+        return ()
+    rest = [typ for key, _, typ in zero_roles(ctx, name, receiver) if key not in found]
+    return tuple(found) if any(holds_tensor(t) and spmd_of(t) is not None or _mypy.union_alternatives(t)
+                               for t in rest) else ()
+
+
+def zero_key(ctx: Any, name: str, receiver: bool) -> Tuple[int, ...]:
+    """Which operands of a linear op are zeros (their positions): the key
+    beside the call's question, whose types do not tell torch.zeros(n) from
+    another R value."""
+    dropped = _zero_operands(ctx, name, receiver)
+    return tuple(i for i, (key, _, _) in enumerate(zero_roles(ctx, name, receiver)) if any(key is d for d in dropped))
+
+
+def zero_roles(ctx: Any, name: str, receiver: bool) -> List[Tuple[Any, Any, _mypy.Type]]:
+    """(key, expression, type) of a linear op's tensor roles: its receiver
+    (key _RECEIVER) and arguments."""
+    roles: List[Tuple[Any, Any, _mypy.Type]] = [(_RECEIVER, receiver_expr(ctx, name), ctx.type)] if receiver else []
+    return roles + [(expr, expr, typ) for arg, expr, typ in _mypy.call_args(ctx) if arg != "out"]
+
+
+def receiver_expr(ctx: Any, name: str) -> Optional[_mypy.Expression]:
+    """The receiver of a method call as written: `x` of `x.add(y)`, the left
+    side of `x + y` (the right of a reflected `y + x`), `x` of `x += y`."""
+    sides = _mypy.operator_operands(ctx.context)
+    if sides is not None:
+        return sides[1] if name in REFLECTED else sides[0]
+    return _mypy.call_receiver(ctx.context)
 
 
 def selection(ctx: Any, name: str, receiver: bool) -> Tuple[str, Optional[List[Tuple[str, List[object]]]]]:
@@ -176,11 +233,14 @@ _RECEIVER = "<receiver>"  # a method's receiver among a selection's roles
 def _no_term(expr: Any, typ: _mypy.Type, ctx: Any = None, param: str = "") -> bool:
     """A value of a selection that adds nothing: a literal 0, a tensor of
     zeros (also a receiver whose one binding made zeros and that nothing has
-    read since: `out = torch.zeros(n); out.index_add_(0, i, p)`)."""
+    read since, `out = torch.zeros(n); out.index_add_(0, i, p)`, or that the
+    op's statement rebinds, `out = out.index_add(0, i, p)`: zero_terms)."""
     if holds_tensor(typ):
         if param == _RECEIVER and (spmd := spmd_of(typ)) is not None and spmd.nograd:  # as a factory's value
             if _mypy.holds_zeros(ctx.api, ctx.context):
                 return True
+        if param == _RECEIVER and expr is not None and _mypy.zeros_candidate(expr):
+            return _mypy.zeros_operand(ctx.api, expr, ctx.context) is not None
         return expr is not None and _mypy.makes_zeros(expr)
     return keeps_class(ZERO_FILL, _mypy.literal_value(expr)) if expr is not None else False
 

@@ -180,7 +180,8 @@ def infer_all(
         if cls == SELECTION:
             cls, selected = selection(ctx, name, receiver)
         n_product = 0
-        options = operands(ctx, name, receiver, lazy=True) if selected is None else [(t, c) for t, c in selected]
+        options = (operands(ctx, name, receiver, lazy=True, zeros=cls == LINEAR) if selected is None
+                   else [(t, c) for t, c in selected])
     if project is not None:
         options = [(t, [project(o) if isinstance(o, Spmd) else o for o in c]) for t, c in options]
     if all(len(c) == 1 for _, c in options):  # no Union operand: one inference

@@ -35,7 +35,9 @@ from ..vocab.opnames import OPERATOR_SYMBOLS, UNTYPED_TENSOR_METHODS, VIEW_ATTRI
 from ..vocab.spec import Spmd
 from . import _mypy, global_mode, item_writes, partitioned
 from .answers import remembered, restore_parameters
-from .callsite import has_typed_operand, ranked_call, receiver_text, selection_key, typed_result, without_gradient
+from .callsite import (
+    has_typed_operand, ranked_call, receiver_text, selection_key, typed_result, without_gradient, zero_key, zero_roles,
+)
 from .carrier import carrier, spmd_of
 from .contraction import declared_exempt
 from .errors import SPMD_ASSIGN, SPMD_BACKWARD, SPMD_INPLACE
@@ -82,7 +84,10 @@ def op_hook(
         if not _mypy.has_tensor(default) and not _mypy.is_any(default):
             return default  # size(), item(), dim(): not a tensor op
         restore_parameters(ctx)
-        return typed(ctx)
+        result = typed(ctx)
+        if cls in (LINEAR, SELECTION):
+            _zeros_rebound(ctx, name, receiver, result)
+        return result
 
     def compute(ctx: Any) -> _mypy.Type:
         op_cls = cast_class(name, dtype_written(ctx), cls) if casts else cls
@@ -117,6 +122,9 @@ def op_hook(
     keeps = (lambda ctx: argument_keeps(ctx, *decided)) if decided is not None else None
     if cls == SELECTION:
         keeps = lambda ctx: selection_key(ctx, name, receiver)  # noqa: E731  # which values are zeros
+    elif cls == LINEAR:  # which operands are zeros, no term (callsite.zero_terms)
+        keeps = (lambda ctx: (zero_key(ctx, name, receiver), argument_keeps(ctx, *decided))) if decided is not None \
+            else (lambda ctx: zero_key(ctx, name, receiver))
     typed = remembered(compute, restore_parameters, also=keeps, site=declared_exempt)
     # most calls: the op's lane answers from its operands' types, or a
     # factory's from its name (op_lane.py), else the general path
@@ -242,6 +250,17 @@ def _inplace(ctx: Any, name: str, base: str, cls: str, namespace: str) -> _mypy.
     if (before is not None or _mypy.is_carrier(ctx.type)) and _mypy.has_tensor(ctx.default_return_type):
         return ctx.type  # x += y: the name keeps its type (an unknown one too)
     return ctx.default_return_type
+
+
+def _zeros_rebound(ctx: Any, name: str, receiver: bool, result: _mypy.Type) -> None:
+    """A linear op or selection whose statement rebinds a name that held
+    zeros (`total = total + l` after `total = torch.zeros(())`, `out =
+    out.index_add(0, i, v)`): the name has the result's type from its
+    binding on (_mypy.retype_zeros)."""
+    if _mypy.is_carrier(result):
+        for _, expr, _ in zero_roles(ctx, name, receiver):
+            if expr is not None:
+                _mypy.retype_zeros(ctx.api, expr, ctx.context, result)
 
 
 def _added_to_zeros(ctx: Any) -> Optional[Spmd]:

@@ -16,9 +16,11 @@ generator rules as programs.py (whose candidates they reuse):
   typed right on the first iteration and sometimes breaks a rule on the
   second.
 - `buffer_programs`: a buffer `buf = torch.zeros(...)` (sometimes ones)
-  filled in place (`buf += x`, `buf.add_(x)`, `buf.sub_(x)`), straight or
-  in a loop of two; sometimes another name holds the buffer first (`keep =
-  buf`), whose type the in-place op then makes wrong.
+  filled in place (`buf += x`, `buf.add_(x)`, `buf.sub_(x)`) or rebound to
+  a sum (`buf = buf + x`, `buf - x`, `torch.add(buf, x)`), straight or in a
+  loop of two, sometimes read after the op in the loop; sometimes another
+  name holds the buffer first (`keep = buf`), whose type an in-place op
+  then makes wrong.
 
 Each program is a `Program` (programs.py) whose `statements` are what the
 ranks execute in order, so meaning.py's `run` gives its meaning unchanged:
@@ -302,6 +304,7 @@ class InPlace(Stmt):
 
 
 _FILLS = (" += {}", ".add_({})", ".sub_({})")
+_ACCUMULATE = ("buf + {}", "buf - {}", "torch.add(buf, {})")  # out of place, rebinding buf
 
 
 @st.composite
@@ -312,15 +315,27 @@ def buffer_programs(draw: st.DrawFn) -> Program:
     same = [y for y in ins if y.shape == x.shape]
     zeros = draw(st.integers(0, 4)) > 0
     factory = "zeros" if zeros else "ones"
-    pre = [Stmt("buf", expr=f"torch.{factory}({', '.join(map(str, x.shape))})")]
+    # float64 like the inputs: a float32 buffer rounds `buf += x; buf -= x` to noise, not 0
+    pre = [Stmt("buf", expr=f"torch.{factory}({', '.join(map(str, x.shape))}, dtype=torch.float64)")]
     alias = draw(st.integers(0, 4)) == 0
     if alias:  # another name holds the buffer: the in-place op changes its value, not its type
         pre.append(Stmt("keep", expr="buf"))
     fills = [same[draw(st.integers(0, len(same) - 1))] for _ in range(draw(st.integers(1, 2)))]
-    body = [InPlace("buf", expr="buf", write=draw(st.sampled_from(_FILLS)).format(y.name)) for y in fills]
+    rebound = draw(st.booleans())  # buf = buf + x: the name is rebound, keep keeps the zeros
+    if rebound:
+        body: List[Stmt] = [Stmt("buf", expr=draw(st.sampled_from(_ACCUMULATE)).format(y.name)) for y in fills]
+    else:
+        body = [InPlace("buf", expr="buf", write=draw(st.sampled_from(_FILLS)).format(y.name)) for y in fills]
     looped = draw(st.booleans())
+    peek = looped and draw(st.integers(0, 3)) == 0
+    if peek:  # read after the op in the loop
+        body.append(Stmt("seen", expr="buf * 1.0"))
     why: List[str] = []
-    types: Optional[Types] = None if zeros else {a: "R" for a in AXES}  # None: zeros, which fit any type
+    # the rule: zeros are no term where the name holds nothing else when the
+    # op reads it; a rebinding op's name read before (keep = buf) or again
+    # in the loop (seen) is taken as a term
+    term = not zeros or (rebound and (alias or peek))
+    types: Optional[Types] = {a: "R" for a in AXES} if term else None  # None: zeros, which fit any type
     for y in fills * (2 if looped else 1):
         if types is None:
             types = dict(y.types)
@@ -328,10 +343,10 @@ def buffer_programs(draw: st.DrawFn) -> Program:
             types, w = _types_of_op(LINEAR, [types, y.types])
             why += w
     assert types is not None
-    if alias:  # keep is typed as the buffer was made, R without gradient; the fill gives it one
+    if alias and not rebound:  # keep is typed as the buffer was made, R without gradient; the fill gives it one
         why.append("keep holds the buffer the in-place op changed")
         types = {a: "R" for a in AXES}
-    post = (Stmt("v0", expr=("keep" if alias else "buf") + " * 1.0"),)
+    post = (Stmt("v0", expr=("keep" if alias and not rebound else "buf") + " * 1.0"),)
     out = _ret_types(draw, Value("v0", x.shape, types), why)
     if looped:
         stmts = tuple(pre) + tuple(body) * 2 + post

@@ -134,17 +134,18 @@ def is_none_expr(expr: Expression) -> bool:
 
 def operator_sides(context: Context) -> Optional[Tuple[str, str]]:
     """Source text of the left and right operands of `a op b`, `a op= b`, `a < b`."""
-    found = _operator_operands(context)
+    found = operator_operands(context)
     return None if found is None else (expr_text(found[0]), expr_text(found[1]))
 
 
 def is_operator(context: Context) -> bool:
     """Whether `context` is `a op b`, `a op= b` or `a < b` (operator_sides
     without rendering them)."""
-    return _operator_operands(context) is not None
+    return operator_operands(context) is not None
 
 
-def _operator_operands(context: Context) -> Optional[Tuple[Expression, Expression]]:
+def operator_operands(context: Context) -> Optional[Tuple[Expression, Expression]]:
+    """The left and right operands of `a op b`, `a op= b`, `a < b`; None for any other node."""
     left = getattr(context, "left", None)
     right = getattr(context, "right", None)
     if left is None:

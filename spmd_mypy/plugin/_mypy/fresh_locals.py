@@ -12,22 +12,32 @@ treats it so: mypy's allow_redefinition widens the variable and narrows the
 name to the op's type, exactly as for `out = out.index_add(...)`.  Such a
 name also still holds zeros at the call when its binding made zeros, so a
 selection does not count it as a term.
+
+An out-of-place linear op reads zeros the same way (`total =
+torch.zeros(()); for l in losses: total = total + l`): zeros_operand tells
+a name that holds zeros where the op reads it -- bound once to zeros, read
+nowhere before the op, rebound only by the op's own statement, and read by
+no statement after the op that a loop around the op runs before it again.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from mypy.nodes import (
-    LDEF, Block, CallExpr, Context, Expression, FuncDef, NameExpr, OperatorAssignmentStmt, Statement, Var,
+    LDEF, AssignmentExpr, AssignmentStmt, Block, CallExpr, ClassDef, ComparisonExpr, Context, DelStmt,
+    DictionaryComprehension, Expression, ForStmt, FuncDef, FuncItem, GeneratorExpr, IndexExpr, ListExpr,
+    NameExpr, OpExpr, OperatorAssignmentStmt, StarExpr, Statement, TryStmt, TupleExpr, UnaryExpr, Var,
+    WhileStmt, WithStmt,
 )
 from mypy.binder import CurrentType
 from mypy.literals import literal_hash
+from mypy.patterns import AsPattern, Pattern, StarredPattern
 from mypy.typeops import make_simplified_union
-from mypy.types import Type
+from mypy.types import Type, UnionType, get_proper_type
+from mypy.subtypes import is_same_type
 
 from .expressions import call_receiver, makes_fresh, makes_zeros
-from .grad_sites import assignments
 from .tree import child_attrs
 
 
@@ -35,53 +45,40 @@ def _at(node: Context) -> Tuple[int, int]:
     return (node.line, node.column)
 
 
-def _names(body: Block, var: Var) -> Iterator[NameExpr]:
-    """Every occurrence of `var`'s name in `body`, nested functions,
-    lambdas and comprehensions included."""
-    todo: list = [body]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (list, tuple)):
-            todo.extend(node)
-        elif isinstance(node, NameExpr):
-            if node.node is var:
-                yield node
-        elif isinstance(node, (Statement, Expression, Block)):
-            todo.extend(getattr(node, name, None) for name in child_attrs(type(node)))
-
-
 def fresh_binding(api: Any, context: Context) -> Optional[CallExpr]:
     """The call that made the receiver of the method call `context` (`out` of
     `out.index_add_(...)`) when nothing else can hold its value: `out` is an
-    unannotated local of the function being checked, bound once there, by
-    `out = <call>` where the call makes a new tensor (expressions.makes_fresh),
-    before `context`, and read nowhere from that binding to the end of
-    `context`.  None otherwise."""
+    unannotated local of the function being checked whose first occurrence
+    is its one binding, `out = <call>` where the call makes a new tensor
+    (expressions.makes_fresh), before `context`; it is read nowhere from
+    that binding to the end of `context`, nor bound again or named in a
+    nested scope anywhere.  None otherwise."""
     receiver = _receiver(context)
-    if not isinstance(receiver, NameExpr) or receiver.kind != LDEF:
+    found = _local(api, receiver)
+    uses = found[1].uses.get(id(found[0])) if found is not None else None
+    if not uses:
         return None
-    var = receiver.node
+    first, role, stmt, _, _ = uses[0]
+    rvalue = stmt.rvalue if isinstance(stmt, AssignmentStmt) and stmt.lvalues == [first] else None
+    if role != BIND or not isinstance(rvalue, CallExpr) or not makes_fresh(rvalue) or _at(first) >= _at(context):
+        return None
+    end = (context.end_line or context.line, context.end_column or context.column)
+    for name, role, _, _, _ in uses[1:]:
+        if name is not receiver and (role != READ or _at(name) <= end):
+            return None  # bound again, captured, or read between the binding and the call
+    return rvalue
+
+
+def _local(api: Any, expr: Optional[Expression]) -> Optional[Tuple[Var, "_Index"]]:
+    """The variable of `expr` where it names an unannotated local of the
+    function being checked, with that function's index; None otherwise."""
+    if not isinstance(expr, NameExpr) or expr.kind != LDEF:
+        return None
+    var = expr.node
     func = api.scope.current_function() if hasattr(api, "scope") else None
     if not isinstance(var, Var) or not var.is_inferred or not isinstance(func, FuncDef):
         return None
-    bindings = [a for a in assignments(func) if any(isinstance(lv, NameExpr) and lv.node is var for lv in a.lvalues)]
-    if len(bindings) != 1:
-        return None
-    binding = bindings[0]
-    rvalue = binding.rvalue
-    if len(binding.lvalues) != 1 or not isinstance(rvalue, CallExpr) or not makes_fresh(rvalue):
-        return None
-    if _at(binding) >= _at(context):
-        return None
-    end = (context.end_line or context.line, context.end_column or context.column)
-    for name in _names(func.body, var):
-        if name is receiver or name is binding.lvalues[0]:
-            continue
-        if _at(binding) <= _at(name) <= end:
-            return None  # read (or bound again) between the binding and the call
-        if _at(name) < _at(binding):
-            return None  # named before its one binding: a loop may carry another value in
-    return rvalue
+    return var, _index(api, func)
 
 
 def _receiver(context: Context) -> Optional[Expression]:
@@ -129,3 +126,150 @@ def rebind_local(api: Any, context: Context, now: Type, zeros: bool) -> bool:
     binder.put(receiver, now)
     binder.declarations[key] = var.type
     return True
+
+
+# Where a statement or expression binds names: the attributes holding its targets.
+_TARGETS = {
+    AssignmentStmt: ("lvalues",), OperatorAssignmentStmt: ("lvalue",), ForStmt: ("index",),
+    WithStmt: ("target",), DelStmt: ("expr",), AssignmentExpr: ("target",), TryStmt: ("vars",),
+    GeneratorExpr: ("indices",), DictionaryComprehension: ("indices",), AsPattern: ("name",),
+    StarredPattern: ("capture",),
+}
+_NESTED = (FuncItem, ClassDef, GeneratorExpr, DictionaryComprehension)  # a scope of its own (lambdas too)
+READ, BIND, NESTED = "read", "bind", "nested"
+
+
+class _Index(NamedTuple):
+    """A function's local names and loops, read in one walk of its body."""
+
+    uses: Dict[int, list]  # id(Var) -> its occurrences (name, role, statement, loops, blocks), in source order
+    around: Dict[int, Tuple[tuple, tuple]]  # id(call, operator or augmented assignment) -> its loops and blocks
+
+
+_CALLS = (CallExpr, OpExpr, UnaryExpr, ComparisonExpr, IndexExpr, OperatorAssignmentStmt)
+_INDEXES: Dict[int, Tuple[object, FuncDef, _Index]] = {}  # id(func) -> (check owner, func, index)
+
+
+def _index(api: Any, func: FuncDef) -> _Index:
+    """The index of `func`, walked once per check pass over its file (a
+    daemon recheck analyses the tree again, with new Vars)."""
+    owner = getattr(api, "scope", None)
+    hit = _INDEXES.get(id(func))
+    if hit is not None and hit[0] is owner and hit[1] is func:
+        return hit[2]
+    if len(_INDEXES) >= 256:
+        _INDEXES.clear()
+    index = _walk(func.body)
+    _INDEXES[id(func)] = (owner, func, index)
+    return index
+
+
+def _walk(body: Block) -> _Index:
+    """Every occurrence of a local variable's name in `body` as (name, role,
+    statement, loops around it, blocks around it), and the loops and blocks
+    around each call.  A role is
+    READ, BIND (an assignment, for, with, del, walrus, except or match
+    target, through tuples and stars) or NESTED (inside a function, lambda,
+    class or comprehension)."""
+    index = _Index({}, {})
+    todo: list = [(body, (), (), False, False, None)]
+    while todo:
+        node, loops, blocks, nested, bound, stmt = todo.pop()
+        if isinstance(node, (list, tuple)):
+            todo.extend((n, loops, blocks, nested, bound, stmt) for n in node)
+            continue
+        if isinstance(node, NameExpr):
+            if isinstance(node.node, Var) and node.kind == LDEF:
+                role = NESTED if nested else BIND if bound else READ
+                index.uses.setdefault(id(node.node), []).append((node, role, stmt, loops, blocks))
+            continue
+        if not isinstance(node, (Statement, Expression, Block, Pattern)):
+            continue
+        if isinstance(node, _CALLS):
+            index.around[id(node)] = (loops, blocks)
+        stmt = node if isinstance(node, Statement) else stmt
+        loops = loops + (node,) if isinstance(node, (ForStmt, WhileStmt)) else loops
+        blocks = blocks + (node,) if isinstance(node, Block) else blocks
+        nested = nested or isinstance(node, _NESTED)
+        targets = _TARGETS.get(type(node), ())
+        through = bound and isinstance(node, (TupleExpr, ListExpr, StarExpr))  # (a, *b) = ...
+        for attr in child_attrs(type(node)):
+            todo.append((getattr(node, attr, None), loops, blocks, nested, through or attr in targets, stmt))
+    for found in index.uses.values():
+        found.sort(key=lambda use: _at(use[0]))
+    return index
+
+
+def zeros_operand(api: Any, expr: Expression, context: Context) -> Optional[bool]:
+    """Whether the name `expr`, an operand of the call `context`, holds zeros
+    there: True where the op's own statement rebinds it (`total = total +
+    l`), False where it does not, None where the name may hold anything else.
+    It holds zeros where it is an unannotated local of the function being
+    checked whose first occurrence is its one binding `name = <zeros>`
+    (expressions.makes_zeros), in a block that holds the op (so the op is
+    reached through it), and whose every other occurrence is the op's
+    own operand or rebinding, or follows the op outside the loops that run
+    the op again (a later read could not feed the op, nor change the buffer
+    it reads); none lies in a nested scope."""
+    if makes_zeros(expr):
+        return False if _without_gradient(expr) else None  # torch.zeros(n) + p
+    found = _local(api, expr)
+    if found is None:
+        return None
+    uses, around = found[1].uses.get(id(found[0])), found[1].around.get(id(context))
+    if around is None or not uses:
+        return None
+    first, role, stmt, loops, blocks = uses[0]
+    if role != BIND or not isinstance(stmt, AssignmentStmt) or stmt.lvalues != [first]:
+        return None
+    if not any(block is blocks[-1] for block in around[1]):
+        return None  # the binding's block does not hold the op: a path may reach the op without it
+    if not makes_zeros(stmt.rvalue) or not _without_gradient(stmt.rvalue) or _at(first) >= _at(context):
+        return None
+    again = [loop for loop in around[0] if not any(loop is outer for outer in loops)]  # loops not around the binding
+    end = (context.end_line or context.line, context.end_column or context.column)
+    rebound = False
+    for name, role, stmt, loops, _ in uses[1:]:
+        if name is expr:
+            continue
+        if role == BIND and isinstance(stmt, AssignmentStmt) and stmt.rvalue is context and stmt.lvalues == [name]:
+            rebound = True  # total = total + l
+        elif role == NESTED or _at(name) <= end or any(loop is inner for loop in again for inner in loops):
+            return None
+    return rebound
+
+
+def zeros_candidate(expr: Expression) -> bool:
+    """What zeros_operand may find holding zeros: a call of torch.zeros and
+    the like, or a local name (a cheap test before its walk)."""
+    return (isinstance(expr, NameExpr) and expr.kind == LDEF) or makes_zeros(expr)
+
+
+def _without_gradient(call: Expression) -> bool:
+    """A factory call that asks for no gradient (no requires_grad= written)."""
+    return isinstance(call, CallExpr) and "requires_grad" not in call.arg_names
+
+
+def retype_zeros(api: Any, name: Expression, context: Context, now: Type) -> None:
+    """An operand `name` of the linear op `context` whose statement rebinds
+    it, which held zeros before (zeros_operand): zeros fit any type, so it
+    has the op's type `now` from its binding on: its narrowed type in every
+    frame becomes `now` (a branch or loop that skips the op leaves it `now`,
+    not "zeros' type or now"), and so, once mypy has widened it at this
+    assignment and checks the loop around it again, do the variable and its
+    declaration (a loop of `total = total + l` leaves total P, not "R or P")."""
+    var = name.node if isinstance(name, NameExpr) else None
+    key = literal_hash(name)
+    if not getattr(api.options, "allow_redefinition", False) or not isinstance(var, Var) or key is None:
+        return
+    if not zeros_operand(api, name, context):  # True: the op's statement rebinds it
+        return
+    for frame in api.binder.frames:  # where the binding narrowed it: a branch or loop merges these
+        if key in frame.types:
+            frame.types[key] = CurrentType(now, frame.types[key].from_assignment)
+    declared = get_proper_type(var.type)
+    if isinstance(declared, UnionType) and any(is_same_type(t, now) for t in declared.items):
+        # widened by mypy at this assignment on an earlier pass (it reads the
+        # variable's type before the value's, so the first pass keeps it)
+        var.type = now
+        api.binder.declarations[key] = now
