@@ -22,7 +22,7 @@ no statement after the op that a loop around the op runs before it again.
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, FrozenSet, NamedTuple, Optional, Tuple
 
 from mypy.nodes import (
     LDEF, AssignmentExpr, AssignmentStmt, Block, CallExpr, ClassDef, ComparisonExpr, Context, DelStmt,
@@ -38,6 +38,7 @@ from mypy.types import Type, UnionType, get_proper_type
 from mypy.subtypes import is_same_type
 
 from .expressions import call_receiver, makes_fresh, makes_zeros
+from .grad_sites import assignments
 from .tree import child_attrs
 
 
@@ -78,7 +79,9 @@ def _local(api: Any, expr: Optional[Expression]) -> Optional[Tuple[Var, "_Index"
     func = api.scope.current_function() if hasattr(api, "scope") else None
     if not isinstance(var, Var) or not var.is_inferred or not isinstance(func, FuncDef):
         return None
-    return var, _index(api, func)
+    if id(var) not in _per_pass(_FRESH, api, func, _fresh_vars):
+        return None  # never bound to a new tensor: no walk of the function's expressions
+    return var, _per_pass(_INDEXES, api, func, lambda f: _walk(f.body))
 
 
 def _receiver(context: Context) -> Optional[Expression]:
@@ -147,21 +150,33 @@ class _Index(NamedTuple):
 
 
 _CALLS = (CallExpr, OpExpr, UnaryExpr, ComparisonExpr, IndexExpr, OperatorAssignmentStmt)
-_INDEXES: Dict[int, Tuple[object, FuncDef, _Index]] = {}  # id(func) -> (check owner, func, index)
+_INDEXES: Dict[int, Tuple[object, FuncDef, Any]] = {}  # id(func) -> (check owner, func, _Index)
+_FRESH: Dict[int, Tuple[object, FuncDef, Any]] = {}  # id(func) -> (check owner, func, _fresh_vars)
 
 
-def _index(api: Any, func: FuncDef) -> _Index:
-    """The index of `func`, walked once per check pass over its file (a
-    daemon recheck analyses the tree again, with new Vars)."""
+def _per_pass(cache: Dict[int, Tuple[object, FuncDef, Any]], api: Any, func: FuncDef, build: Any) -> Any:
+    """build(func), kept once per check pass over its file (a daemon
+    recheck analyses the tree again, with new Vars)."""
     owner = getattr(api, "scope", None)
-    hit = _INDEXES.get(id(func))
+    hit = cache.get(id(func))
     if hit is not None and hit[0] is owner and hit[1] is func:
         return hit[2]
-    if len(_INDEXES) >= 256:
-        _INDEXES.clear()
-    index = _walk(func.body)
-    _INDEXES[id(func)] = (owner, func, index)
-    return index
+    if len(cache) >= 256:
+        cache.clear()
+    made = build(func)
+    cache[id(func)] = (owner, func, made)
+    return made
+
+
+def _fresh_vars(func: FuncDef) -> FrozenSet[int]:
+    """id() of each local variable that some statement of `func` binds to a
+    call making a new tensor (`out = torch.zeros(n)`): a walk of statements
+    only, which spares the full walk (_walk) in the functions that have
+    none."""
+    return frozenset(
+        id(a.lvalues[0].node) for a in assignments(func)
+        if len(a.lvalues) == 1 and isinstance(a.lvalues[0], NameExpr) and makes_fresh(a.rvalue)
+    )
 
 
 def _walk(body: Block) -> _Index:
@@ -258,11 +273,10 @@ def retype_zeros(api: Any, name: Expression, context: Context, now: Type) -> Non
     not "zeros' type or now"), and so, once mypy has widened it at this
     assignment and checks the loop around it again, do the variable and its
     declaration (a loop of `total = total + l` leaves total P, not "R or P")."""
-    var = name.node if isinstance(name, NameExpr) else None
-    key = literal_hash(name)
+    if not isinstance(name, NameExpr) or name.kind != LDEF or not zeros_operand(api, name, context):
+        return  # zeros_operand True: the op's statement rebinds the name
+    var, key = name.node, literal_hash(name)
     if not getattr(api.options, "allow_redefinition", False) or not isinstance(var, Var) or key is None:
-        return
-    if not zeros_operand(api, name, context):  # True: the op's statement rebinds it
         return
     for frame in api.binder.frames:  # where the binding narrowed it: a branch or loop merges these
         if key in frame.types:
