@@ -111,7 +111,7 @@ def operands(
         elif scalars and _mypy.is_python_number(typ):
             ops.append((text_of(expr), [SCALAR]))
         else:  # torch.cat([a, b]), torch.stack(parts): every tensor in the sequence
-            ops.extend(_sequence_operands(ctx, expr, typ, text_of))
+            ops.extend(_sequence_operands(ctx, expr, typ, text_of, dropped))
     if receiver and len(ops) == 2 and not dropped and _mypy.is_operator(ctx.context):
         # An operator: name the operands as written; a reflected dunder runs
         # on the right operand, so its argument is the left one.
@@ -160,9 +160,16 @@ def zero_key(ctx: Any, name: str, receiver: bool) -> Tuple[int, ...]:
 
 def zero_roles(ctx: Any, name: str, receiver: bool) -> List[Tuple[Any, Any, _mypy.Type]]:
     """(key, expression, type) of a linear op's tensor roles: its receiver
-    (key _RECEIVER) and arguments."""
+    (key _RECEIVER) and arguments, the items of a list or tuple written as
+    one (`torch.cat([torch.zeros(n, d), p])`) each a role of its own."""
     roles: List[Tuple[Any, Any, _mypy.Type]] = [(_RECEIVER, receiver_expr(ctx, name), ctx.type)] if receiver else []
-    return roles + [(expr, expr, typ) for arg, expr, typ in _mypy.call_args(ctx) if arg != "out"]
+    for arg, expr, typ in _mypy.call_args(ctx):
+        items = _mypy.display_items(expr) if arg != "out" else None
+        if items is not None:
+            roles += [(item, item, _mypy.typed_before(ctx.api, item)) for item in items if _mypy.starred(item) is None]
+        elif arg != "out":
+            roles.append((expr, expr, typ))
+    return roles
 
 
 def receiver_expr(ctx: Any, name: str) -> Optional[_mypy.Expression]:
@@ -276,11 +283,12 @@ def ranked_call(ctx: Any) -> bool:
 
 
 def _sequence_operands(
-    ctx: Any, expr: _mypy.Expression, typ: _mypy.Type, text_of: Callable[[Any], Text]
+    ctx: Any, expr: _mypy.Expression, typ: _mypy.Type, text_of: Callable[[Any], Text], dropped: Tuple[Any, ...] = ()
 ) -> List[Tuple[Text, List[object]]]:
     """The tensors of a sequence argument, each an operand: a display's items
-    (a starred item's elements too), a comprehension's element, a copy's
-    (`list(parts)`), else the elements of the argument's type."""
+    (a starred item's elements too; none of `dropped`, zeros that are no
+    term: zero_terms), a comprehension's element, a copy's (`list(parts)`),
+    else the elements of the argument's type."""
     items = _mypy.display_items(expr)
     if items is not None:
         out: List[Tuple[Text, List[object]]] = []
@@ -290,7 +298,7 @@ def _sequence_operands(
                 out.extend(_sequence_operands(ctx, inner, _mypy.typed_before(ctx.api, inner), text_of))
                 continue
             t = _mypy.typed_before(ctx.api, item)
-            if holds_tensor(t):
+            if holds_tensor(t) and not any(item is d for d in dropped):
                 out.append((text_of(item), candidates(t)))
         return out
     copied = _mypy.copied_sequence(expr)

@@ -65,6 +65,9 @@ def quick_lane(
 
     plain_key = not (reflected or casts or transposes)
     no_grad = name in NO_GRAD_RESULTS
+    # `total = total + a - b` after `total = torch.zeros(n)`: the sum's type
+    # is the name's from its binding on (_mypy.retype_sum)
+    sums = receiver and name in _SUM_DUNDERS
     operands, owner_of = _mypy.simple_operands, _mypy.check_owner
     restore, flags = _mypy.restore_parameters, _mypy.FLAG_NAMES
 
@@ -103,9 +106,14 @@ def quick_lane(
         made = here.carriers.get(found)
         if made is None:
             made = here.carriers[found] = _mypy.carrier_in_checker(api, found)
+        if sums:
+            _mypy.retype_sum(api, ctx.context, made)
         return made
 
     return lane
+
+
+_SUM_DUNDERS = frozenset({"__add__", "__sub__", "__radd__", "__rsub__"})
 
 
 class _Here(NamedTuple):

@@ -261,6 +261,7 @@ def _zeros_rebound(ctx: Any, name: str, receiver: bool, result: _mypy.Type) -> N
         for _, expr, _ in zero_roles(ctx, name, receiver):
             if expr is not None:
                 _mypy.retype_zeros(ctx.api, expr, ctx.context, result)
+        _mypy.retype_sum(ctx.api, ctx.context, result)  # total = total + a - b
 
 
 def _added_to_zeros(ctx: Any) -> Optional[Spmd]:

@@ -17,8 +17,8 @@ generator rules as programs.py (whose candidates they reuse):
   second.
 - `buffer_programs`: a buffer `buf = torch.zeros(...)` (sometimes ones)
   filled in place (`buf += x`, `buf.add_(x)`, `buf.sub_(x)`) or rebound to
-  a sum (`buf = buf + x`, `buf - x`, `torch.add(buf, x)`), straight or in a
-  loop of two, sometimes read after the op in the loop; sometimes another
+  a sum (`buf = buf + x`, `buf - x`, `torch.add(buf, x)`, sometimes a
+  longer sum `(buf + x) - z`), straight or in a loop of two, sometimes read after the op in the loop; sometimes another
   name holds the buffer first (`keep = buf`), whose type an in-place op
   then makes wrong.
 
@@ -322,8 +322,15 @@ def buffer_programs(draw: st.DrawFn) -> Program:
         pre.append(Stmt("keep", expr="buf"))
     fills = [same[draw(st.integers(0, len(same) - 1))] for _ in range(draw(st.integers(1, 2)))]
     rebound = draw(st.booleans())  # buf = buf + x: the name is rebound, keep keeps the zeros
+    terms: List[List[Value]] = [[y] for y in fills]  # what each statement of the body adds to buf
     if rebound:
-        body: List[Stmt] = [Stmt("buf", expr=draw(st.sampled_from(_ACCUMULATE)).format(y.name)) for y in fills]
+        body: List[Stmt] = []
+        for each in terms:
+            form = draw(st.sampled_from(_ACCUMULATE))
+            if form.startswith("buf") and draw(st.integers(0, 2)) == 0:  # a sum whose left spine holds the op: buf = buf + x - z
+                each.append(same[draw(st.integers(0, len(same) - 1))])
+                form = "(" + form + ") " + draw(st.sampled_from(("+", "-"))) + " {}"
+            body.append(Stmt("buf", expr=form.format(*(y.name for y in each))))
     else:
         body = [InPlace("buf", expr="buf", write=draw(st.sampled_from(_FILLS)).format(y.name)) for y in fills]
     looped = draw(st.booleans())
@@ -336,7 +343,7 @@ def buffer_programs(draw: st.DrawFn) -> Program:
     # in the loop (seen) is taken as a term
     term = not zeros or (rebound and (alias or peek))
     types: Optional[Types] = {a: "R" for a in AXES} if term else None  # None: zeros, which fit any type
-    for y in fills * (2 if looped else 1):
+    for y in [y for each in terms for y in each] * (2 if looped else 1):
         if types is None:
             types = dict(y.types)
         else:

@@ -123,7 +123,7 @@ from .carriers import (
     unknown_carrier,
 )
 from .fresh_locals import fresh_binding, holds_zeros, operator_assigned, rebind_local, retype_zeros
-from .fresh_locals import zeros_candidate, zeros_operand
+from .fresh_locals import retype_sum, zeros_candidate, zeros_operand
 from .expressions import (
     NOT_LITERAL, UNRENDERED, operator_operands,
     call_parts, copied_sequence, split_source, comprehension_element, starred, makes_zeros, makes_fresh, call_receiver, assignable,
@@ -464,7 +464,7 @@ __all__ = [
     "call_parts",
     "display_items", "copied_sequence", "split_source", "comprehension_element", "typed_already", "starred",
     "makes_zeros", "makes_fresh", "call_receiver", "assignable", "fresh_binding", "holds_zeros", "rebind_local", "operator_assigned",
-    "zeros_operand", "zeros_candidate", "retype_zeros", "expr_text",
+    "zeros_operand", "zeros_candidate", "retype_zeros", "retype_sum", "expr_text",
     "fullname_of",
     "int_value",
     "is_operator", "operator_operands",

@@ -219,6 +219,18 @@ def zeros_operand(api: Any, expr: Expression, context: Context) -> Optional[bool
     """Whether the name `expr`, an operand of the call `context`, holds zeros
     there: True where the op's own statement rebinds it (`total = total +
     l`), False where it does not, None where the name may hold anything else.
+    A statement that rebinds it to a sum holding the op (`total = total + a
+    - b`: the op is `total + a`) counts as rebinding it through that sum
+    (False here; retype_zeros with the sum as `root` retypes the name)."""
+    found = _zeros_binding(api, expr, context)
+    return found if found is None else found is context
+
+
+def _zeros_binding(api: Any, expr: Expression, context: Context) -> Optional[object]:
+    """zeros_operand's finding: None where the name `expr` may hold anything
+    but zeros at the op `context`; else the value of the statement that
+    rebinds it (`context` itself, or a sum holding it), or False where no
+    statement holding the op rebinds it.
     It holds zeros where it is an unannotated local of the function being
     checked whose first occurrence is its one binding `name = <zeros>`
     (expressions.makes_zeros), in a block that holds the op (so the op is
@@ -243,15 +255,41 @@ def zeros_operand(api: Any, expr: Expression, context: Context) -> Optional[bool
         return None
     again = [loop for loop in around[0] if not any(loop is outer for outer in loops)]  # loops not around the binding
     end = (context.end_line or context.line, context.end_column or context.column)
-    rebound = False
+    rebound: object = False
     for name, role, stmt, loops, _ in uses[1:]:
         if name is expr:
             continue
-        if role == BIND and isinstance(stmt, AssignmentStmt) and stmt.rvalue is context and stmt.lvalues == [name]:
-            rebound = True  # total = total + l
+        if role == BIND and isinstance(stmt, AssignmentStmt) and stmt.lvalues == [name] and _in_sum(stmt.rvalue, context):
+            rebound = stmt.rvalue  # total = total + l, total = total + a - b
         elif role == NESTED or _at(name) <= end or any(loop is inner for loop in again for inner in loops):
             return None
     return rebound
+
+
+_SUMS = ("+", "-")
+
+
+def _in_sum(value: Expression, op: Context) -> bool:
+    """`op` is `value`, or a term on the left spine of the sum `value`
+    (`(total + a) - b` holds `total + a`): what the sum adds to the op's
+    result, the name rebound to it holds from then on."""
+    while value is not op:
+        if not isinstance(value, OpExpr) or value.op not in _SUMS:
+            return False
+        value = value.left
+    return True
+
+
+def sum_terms(root: Context) -> Tuple[Tuple[OpExpr, Expression], ...]:
+    """(op, operand) of each name an op on the left spine of the sum `root`
+    reads, below `root` itself (`total` of `total + a` in `total + a -
+    b`): where a name holding zeros may be rebound through that sum."""
+    found = []
+    node = root.left if isinstance(root, OpExpr) and root.op in _SUMS else None
+    while isinstance(node, OpExpr) and node.op in _SUMS:
+        found += [(node, side) for side in (node.left, node.right) if isinstance(side, NameExpr)]
+        node = node.left
+    return tuple(found)
 
 
 def zeros_candidate(expr: Expression) -> bool:
@@ -265,16 +303,19 @@ def _without_gradient(call: Expression) -> bool:
     return isinstance(call, CallExpr) and "requires_grad" not in call.arg_names
 
 
-def retype_zeros(api: Any, name: Expression, context: Context, now: Type) -> None:
+def retype_zeros(api: Any, name: Expression, context: Context, now: Type, root: Optional[Context] = None) -> None:
     """An operand `name` of the linear op `context` whose statement rebinds
-    it, which held zeros before (zeros_operand): zeros fit any type, so it
-    has the op's type `now` from its binding on: its narrowed type in every
+    it to `root` (the op itself by default, or a sum holding it: sum_terms),
+    which held zeros before (zeros_operand): zeros fit any type, so it has
+    the type `now` of `root` from its binding on: its narrowed type in every
     frame becomes `now` (a branch or loop that skips the op leaves it `now`,
     not "zeros' type or now"), and so, once mypy has widened it at this
     assignment and checks the loop around it again, do the variable and its
     declaration (a loop of `total = total + l` leaves total P, not "R or P")."""
-    if not isinstance(name, NameExpr) or name.kind != LDEF or not zeros_operand(api, name, context):
-        return  # zeros_operand True: the op's statement rebinds the name
+    if not isinstance(name, NameExpr) or name.kind != LDEF:
+        return
+    if _zeros_binding(api, name, context) is not (context if root is None else root):
+        return  # the op's statement does not rebind the name to root
     var, key = name.node, literal_hash(name)
     if not getattr(api.options, "allow_redefinition", False) or not isinstance(var, Var) or key is None:
         return
@@ -287,3 +328,17 @@ def retype_zeros(api: Any, name: Expression, context: Context, now: Type) -> Non
         # variable's type before the value's, so the first pass keeps it)
         var.type = now
         api.binder.declarations[key] = now
+
+
+def retype_sum(api: Any, root: Context, now: Type) -> None:
+    """The sum `root` of type `now` (`total + a - b`), where a statement
+    rebinds a name that held zeros and is read by an op on its left spine
+    (`total` of `total + a`): the name has the type `now` from its binding
+    on (retype_zeros with `root`).  A test of `root`'s class ends it for
+    most calls: the op lane asks it of every op it answers."""
+    left = getattr(root, "left", None)
+    if left.__class__ is not OpExpr or getattr(root, "op", None) not in _SUMS:
+        return
+    for op, name in sum_terms(root):
+        retype_zeros(api, name, op, now, root)
+
