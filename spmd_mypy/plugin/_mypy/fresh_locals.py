@@ -219,9 +219,10 @@ def zeros_operand(api: Any, expr: Expression, context: Context) -> Optional[bool
     """Whether the name `expr`, an operand of the call `context`, holds zeros
     there: True where the op's own statement rebinds it (`total = total +
     l`), False where it does not, None where the name may hold anything else.
-    A statement that rebinds it to a sum holding the op (`total = total + a
-    - b`: the op is `total + a`) counts as rebinding it through that sum
-    (False here; retype_zeros with the sum as `root` retypes the name)."""
+    A statement that rebinds it to a value holding the op (`total = total +
+    a - b`: the op is `total + a`) counts as rebinding it there (False
+    here; where that value is a sum whose left spine holds the op,
+    retype_zeros with the sum as `root` retypes the name)."""
     found = _zeros_binding(api, expr, context)
     return found if found is None else found is context
 
@@ -229,7 +230,7 @@ def zeros_operand(api: Any, expr: Expression, context: Context) -> Optional[bool
 def _zeros_binding(api: Any, expr: Expression, context: Context) -> Optional[object]:
     """zeros_operand's finding: None where the name `expr` may hold anything
     but zeros at the op `context`; else the value of the statement that
-    rebinds it (`context` itself, or a sum holding it), or False where no
+    rebinds it (`context` itself, or a value holding it), or False where no
     statement holding the op rebinds it.
     It holds zeros where it is an unannotated local of the function being
     checked whose first occurrence is its one binding `name = <zeros>`
@@ -259,8 +260,8 @@ def _zeros_binding(api: Any, expr: Expression, context: Context) -> Optional[obj
     for name, role, stmt, loops, _ in uses[1:]:
         if name is expr:
             continue
-        if role == BIND and isinstance(stmt, AssignmentStmt) and stmt.lvalues == [name] and _in_sum(stmt.rvalue, context):
-            rebound = stmt.rvalue  # total = total + l, total = total + a - b
+        if role == BIND and isinstance(stmt, AssignmentStmt) and stmt.lvalues == [name] and _holds(stmt.rvalue, context):
+            rebound = stmt.rvalue  # total = total + l, total + a - b, f(total + a) - b
         elif role == NESTED or _at(name) <= end or any(loop is inner for loop in again for inner in loops):
             return None
     return rebound
@@ -269,15 +270,19 @@ def _zeros_binding(api: Any, expr: Expression, context: Context) -> Optional[obj
 _SUMS = ("+", "-")
 
 
-def _in_sum(value: Expression, op: Context) -> bool:
-    """`op` is `value`, or a term on the left spine of the sum `value`
-    (`(total + a) - b` holds `total + a`): what the sum adds to the op's
-    result, the name rebound to it holds from then on."""
-    while value is not op:
-        if not isinstance(value, OpExpr) or value.op not in _SUMS:
-            return False
-        value = value.left
-    return True
+def _holds(value: Expression, op: Context) -> bool:
+    """`op` is `value` or a part of it, so the statement binding `value`
+    to a name runs the op first (`total = f(total + a) - b`)."""
+    todo: list = [value]
+    while todo:
+        node = todo.pop()
+        if node is op:
+            return True
+        if isinstance(node, (list, tuple)):
+            todo.extend(node)
+        elif isinstance(node, Expression) and not isinstance(node, _NESTED):
+            todo.extend(getattr(node, attr, None) for attr in child_attrs(type(node)))
+    return False
 
 
 def sum_terms(root: Context) -> Tuple[Tuple[OpExpr, Expression], ...]:
