@@ -79,11 +79,11 @@ from . import (
     ops,
     parameters,
     partitioned,
+    ranks,  # rank numbers through user functions (imported at once; its hook tables are a feature's)
     reading,
     relation,
     setup_check,
-    spec_argument,
-    untyped_regions,
+    spec_argument, untyped_regions,
 )
 from ..vocab.opclasses import untyped_function
 from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
@@ -208,9 +208,9 @@ def _signature_hook(plugin: Any, fullname: str) -> Optional[Hook]:
 
 
 def _argument_hook(fullname: str, parts: int = 1) -> Hook:
-    """The hook of a call of a user function, named in messages by the last
-    `parts` parts of its fullname."""
-    hook = global_exact.exact_arguments(relation.argument_hook(".".join(fullname.split(".")[-parts:])))
+    """The hook of a call of a user function, named `callee` in messages (its fullname's last `parts` parts)."""
+    callee = ".".join(fullname.split(".")[-parts:])
+    hook = global_exact.exact_arguments(ranks.through_call(relation.argument_hook(callee), callee))
     return guarded(configurations.narrow_result(untyped_regions.watch_function(hook, _declares_spmd)), default_return)
 
 
@@ -361,7 +361,7 @@ METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
         ("spmd_mypy.runtime.global_ops.LocalMapDecorator.", "spmd_mypy.runtime.trusted.TrustedDecorator."),
         _feature("local_map", "METHOD_HOOKS"),
     ),
-    (("spmd_phantom.AxisGroup.rank", "torch.distributed.device_mesh.DeviceMesh.get_local_rank",
+    (("spmd_phantom.AxisGroup.rank", "spmd_phantom.RankOf.", "torch.distributed.device_mesh.DeviceMesh.get_local_rank",
       "builtins.tuple.__getitem__", "builtins.list.__getitem__"), _feature("ranks", "METHOD_HOOKS")),
 )
 

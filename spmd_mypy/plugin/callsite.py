@@ -259,7 +259,13 @@ class RankText(str):
 def rank_operand(typ: _mypy.Type) -> Optional[Spmd]:
     """The operand type of the rank numbers (plugin/ranks.py) an argument
     holds, itself or in a slice or a tuple of indices; None: none."""
-    found = [s for s in map(spmd_of_text, _mypy.rank_texts(typ)) if s is not None]
+    return joined_rank(_mypy.rank_texts(typ))
+
+
+def joined_rank(texts: List[str]) -> Optional[Spmd]:
+    """The operand type of rank numbers taken together (their canonical
+    strings): V on every axis one of them differs on; None: none."""
+    found = [s for s in map(spmd_of_text, texts) if s is not None]
     if len(found) < 2:
         return found[0] if found else None
     rest = V if any(s.rest is V for s in found) else R

@@ -24,6 +24,7 @@ from .carrier import spmd_of
 from .errors import SPMD_ASSIGN, SPMD_RETURN
 from .groups import declared_group
 from .guard import guarded
+from .ranks import check_rank_value, declared_rank
 from .relation import report_against, wants_of
 
 
@@ -34,6 +35,9 @@ def _check(ctx: Any, declared: Any, what: str, code: _mypy.ErrorCode) -> _mypy.T
     group = declared_group(ctx.api, expr, got, declared)  # a ProcessGroup declared as an axis
     if group is not None:
         return group
+    if declared_rank(declared):  # Annotated[int, Spmd(tp=V)]: any int of no other axis fits
+        check_rank_value(ctx.api, expr, got, declared, what, code)
+        return declared
     if not _mypy.has_tensor_deep(declared) and not _mypy.typeddict_of_tensors(declared):
         return _mypy.recheck(ctx.api, expr, declared)
     parts = _mypy.display_parts(expr, declared)

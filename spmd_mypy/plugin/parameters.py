@@ -52,6 +52,7 @@ from .carrier import carrier, spmd_of
 from .errors import SPMD_ASSIGN
 from .groups import written_group
 from .guard import default_attr, default_return, guarded
+from .ranks import check_rank_value, declared_rank
 from .relation import report_against, wants_of
 
 
@@ -63,6 +64,8 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
         group = written_group(ctx)  # an attribute declared as the group of an axis
         if group is not None:
             return group
+        if declared_rank(ctx.default_attr_type):  # Annotated[int, Spmd(tp=V)]: any int of no other axis
+            return _rank_written(ctx, name)
         relaxed = _mypy.attribute_write_type(ctx, name)
         if relaxed is None:  # no SPMD type declared; a list of plain tensors takes a list of carriers
             if _written_carriers(ctx):
@@ -75,6 +78,17 @@ def write_hook(name: str) -> Callable[[Any], _mypy.Type]:
         return relaxed
 
     return guarded(hook, default_attr)
+
+
+def _rank_written(ctx: Any, name: str) -> _mypy.Type:
+    """A write to an attribute declared a rank number: the value's rank axes
+    checked (ranks.check_rank_value); mypy is given int, so any int fits."""
+    value = _mypy.written_value(ctx.api, ctx.context)
+    if value is not None:
+        got = _mypy.quietly_typed(ctx.api, value)
+        if got is not None:
+            check_rank_value(ctx.api, value, got, ctx.default_attr_type, f'Value written to "{name}"', SPMD_ASSIGN)
+    return _mypy.relax_rank(ctx.api, ctx.default_attr_type)
 
 
 def _read(ctx: Any, name: str) -> _mypy.Type:

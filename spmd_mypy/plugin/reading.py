@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..vocab.localtype import V, grad_type
+from ..vocab.localtype import R, V, grad_type
 from ..vocab.spec import Spmd
 from ..vocab.subaxis import base_axis, indivisible_dim
 from . import _mypy
@@ -288,12 +288,15 @@ def _beside_other(
 ) -> _mypy.Type:
     """`Annotated[name, <meta>]` with `name` neither Tensor nor Parameter, and
     `inner` its analysis: an alias of either is read; an Spmd(...) beside
-    anything else is an spmd-annotation error (it would be dropped)."""
+    anything else is an spmd-annotation error (it would be dropped); beside
+    an int it makes a rank number (_rank_number)."""
     if _mypy.is_carrier(inner):
         return inner  # an alias of a carrier (the outer Spmd(...) is its own)
     plain = _PLAIN.get(_mypy.read_class(inner) or "")
     if plain is not None:
         return _carrier_of(ctx, meta, tree, global_code, settings, checks, plain)
+    if _mypy.is_plain_int(inner):
+        return _rank_number(ctx, inner, meta)
     try:
         is_spmd = decode_annotation(meta, _mypy.analyzer_lookup(ctx)) is not None
     except AnnotationError:
@@ -307,6 +310,31 @@ def _beside_other(
             code=SPMD_ANNOTATION,
         )
     return inner
+
+
+def _rank_number(ctx: _mypy.AnalyzeTypeContext, inner: _mypy.Type, meta: Meta) -> _mypy.Type:
+    """`Annotated[int, Spmd(tp=V)]`: an int that differs by rank on tp (a
+    parameter given a rank number, ranks.py), one value on the axes given R;
+    no other axis type fits an int."""
+    try:
+        spmd = decode_annotation(meta, _mypy.analyzer_lookup(ctx))
+        if spmd is None:
+            return inner
+        wrong = [f"{a}={t}" for a, t in spmd.axes.items() if t not in (R, V)]
+        if spmd.spec is not None or wrong or spmd.rest not in (None, R, V):
+            raise AnnotationError(
+                f"an int differs by rank (V) or is one value on every rank (R) on each axis, not "
+                f"{', '.join(wrong) or 'a partition spec'}. Hint: Annotated[int, Spmd("
+                f"{', '.join(f'{a}=V' for a in spmd.axes) or 'tp=V'})]",
+                meta.line,
+            )
+    except AnnotationError as e:
+        ctx.api.fail(f"Malformed SPMD annotation: {e}", ctx.context, code=SPMD_ANNOTATION)
+        return inner
+    varying = {a: V for a, t in spmd.axes.items() if t is V}
+    if not varying and spmd.rest is not V:
+        return inner  # one value on every rank: a plain int
+    return _mypy.rank_in_analyzer(ctx, Spmd.of(varying, None, True, spmd.rest if spmd.rest is V else R).canonical())
 
 
 def _trusted_parameter(ctx: _mypy.AnalyzeTypeContext, tree: object, pos: Pos, plain: _mypy.Type) -> _mypy.Type:

@@ -246,6 +246,7 @@ _EXPECTED: ByParameters = {}  # -> what each parameter asks (see _expected)
 _GROUPS: ByParameters = {}  # -> the parameters with groups relaxed (None: no group of an axis)
 _RELAXED_SPMD: ByParameters = {}  # -> the parameter types the signature hook gives mypy
 _LISTS: ByParameters = {}  # -> per parameter, whether it holds a list or dict of tensors
+_RANKED: ByParameters = {}  # -> per parameter, its rank type if declared one (_mypy.declared_rank_text)
 
 
 def _expected_of(sig: _mypy.CallableType) -> List[Optional[Wants]]:
@@ -333,22 +334,25 @@ _MAX_PENDING = 65536
 
 
 def _relax(ctx: Any) -> _mypy.CallableType:
-    """The signature hook: parameters holding carriers become plain Tensor, so
-    mypy's exact comparison of Literal strings never runs (the function hook
-    checks them per axis, once mypy has typed the arguments)."""
+    """The signature hook: parameters holding carriers become plain Tensor,
+    and parameters declared rank numbers (`Annotated[int, Spmd(tp=V)]`) int,
+    so mypy's exact comparison of Literal strings never runs (the function
+    hook checks them per axis, once mypy has typed the arguments; a rank
+    argument: ranks.through_call)."""
     sig = ctx.default_signature
     expected = _expected_of(sig)
     # ProcessGroup parameters declared as an axis take any group (checked below)
     group_params = _by_parameters(_GROUPS, sig, relaxed_group_parameters)
+    ranked = _by_parameters(_RANKED, sig, lambda params: [_mypy.declared_rank_text(t) for t in params])
     given = _given_lists(ctx, sig)
     api = ctx.api
-    if group_params is None and not any(e is not None for e in expected):
+    if group_params is None and not any(e is not None for e in expected) and not any(ranked):
         # no SPMD type: only its lists of tensors, given lists of carriers
         relaxed_plain = _relax_displays(ctx, sig, _relax_given(api, sig.arg_types, given))
         return sig if relaxed_plain is sig.arg_types else _mypy.with_arg_types(sig, relaxed_plain)
     relaxed = _by_parameters(_RELAXED_SPMD, sig, lambda params: [
-        _mypy.relax_tensors(api, formal) if want is not None else formal
-        for want, formal in zip(expected, group_params or params)
+        _mypy.relax_tensors(api, formal) if want is not None else _mypy.relax_rank(api, formal) if rank else formal
+        for want, formal, rank in zip(expected, group_params or params, ranked)
     ])
     relaxed = _relax_displays(ctx, sig, _relax_given(api, _keep_displays(ctx, sig, expected, relaxed), given))
     if len(_PENDING) >= _MAX_PENDING:

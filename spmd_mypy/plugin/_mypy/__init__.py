@@ -167,12 +167,9 @@ from .group_types import (
     group_in_analyzer,
     group_in_checker,
     group_text,
-    enum_member_value,
-    is_process_group,
-    literal_str,
-    mesh_group_axis,
-    plain_group_in_analyzer,
-    relax_group, RANK_CARRIER, rank_in_checker, rank_texts,
+    enum_member_value, is_process_group, literal_str, mesh_group_axis, plain_group_in_analyzer,
+    relax_group, RANK_CARRIER, rank_in_checker, rank_texts, argument_rank_texts, with_rank_ints,
+    is_plain_int, rank_in_analyzer, declared_rank_text, relax_rank,
 )
 from .scopes import (
     MODULE_SCOPE,
@@ -508,11 +505,9 @@ __all__ = [
     # group_types
     "GROUP_CARRIER",
     "PROCESS_GROUP",
-    "group_in_analyzer",
-    "group_in_checker",
-    "group_text",
-    "plain_group_in_analyzer",
-    "relax_group", "RANK_CARRIER", "rank_in_checker", "rank_texts",
+    "group_in_analyzer", "group_in_checker", "group_text", "plain_group_in_analyzer",
+    "relax_group", "RANK_CARRIER", "rank_in_checker", "rank_texts", "argument_rank_texts", "with_rank_ints",
+    "is_plain_int", "rank_in_analyzer", "declared_rank_text", "relax_rank",
     # signatures
     "positional_signature",
     "takes_var_args", "decorated_function", "decorated_class", "has_trusted_apply", "checked_class_name",

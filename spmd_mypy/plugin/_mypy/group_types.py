@@ -192,3 +192,68 @@ def rank_texts(typ: Optional[Type], depth: int = 0) -> List[str]:
     if isinstance(p, TupleType):
         return [t for a in p.items for t in rank_texts(a, depth + 1)]
     return []
+
+
+def argument_rank_texts(arg_types: List[List[Type]]) -> List[str]:
+    """rank_texts of a call's arguments, a RankOf or a tuple holding one
+    (`f(rank, n)`, `f((rank, n))`); most calls hold none, and most argument
+    types are an Instance of another class: the first test."""
+    found: List[str] = []
+    for types in arg_types:
+        for typ in types:
+            if typ.__class__ is Instance and typ.type.fullname != RANK_CARRIER:  # type: ignore[attr-defined]
+                continue
+            found += rank_texts(typ)
+    return found
+
+
+def with_rank_ints(typ: Type, rank: Type, depth: int = 0) -> Type:
+    """`typ` with each plain int in it (itself, a tuple's item, a Union's
+    alternative) made `rank`; a RankOf and anything else kept."""
+    p = get_proper_type(typ)
+    if isinstance(p, Instance) and p.type.fullname == "builtins.int" and p.last_known_value is None:
+        return rank
+    if depth >= 3:
+        return typ
+    if isinstance(p, TupleType):
+        return p.copy_modified(items=[with_rank_ints(t, rank, depth + 1) for t in p.items])
+    if isinstance(p, UnionType):
+        return UnionType([with_rank_ints(t, rank, depth + 1) for t in p.items], p.line, p.column)
+    return typ
+
+
+def is_plain_int(typ: Optional[Type]) -> bool:
+    """`int` itself (not a RankOf, a bool or a Literal)."""
+    p = get_proper_type(typ) if typ is not None else None
+    return isinstance(p, Instance) and p.type.fullname == "builtins.int" and p.last_known_value is None
+
+
+def rank_in_analyzer(ctx: AnalyzeTypeContext, text: str) -> Type:
+    """rank_in_checker in an annotation (`Annotated[int, Spmd(tp=V)]`)."""
+    literal = LiteralType(text, fallback=ctx.api.named_type("builtins.str", []))
+    return ctx.api.named_type(RANK_CARRIER, [literal])
+
+
+def declared_rank_text(typ: Optional[Type]) -> Optional[str]:
+    """The canonical string of a parameter declared a rank number (RankOf,
+    or Optional of one); "" for a plain int (one value on every rank); None
+    for any other type."""
+    p = get_proper_type(typ) if typ is not None else None
+    if isinstance(p, UnionType):
+        found = [declared_rank_text(t) for t in p.items if not isinstance(get_proper_type(t), NoneType)]
+        return found[0] if len(found) == 1 else None
+    if is_plain_int(p):
+        return ""
+    texts = rank_texts(p) if isinstance(p, Instance) and p.type.fullname == RANK_CARRIER else []
+    return texts[0] if texts else None
+
+
+def relax_rank(api: Any, typ: Type) -> Type:
+    """A parameter declared a rank number (or Optional of one) as the int it
+    is to mypy, so any int is passed (its axes are checked by the hook)."""
+    p = get_proper_type(typ)
+    if isinstance(p, UnionType):
+        return UnionType([relax_rank(api, t) for t in p.items], p.line, p.column)
+    if isinstance(p, Instance) and p.type.fullname == RANK_CARRIER:
+        return api.named_generic_type("builtins.int", [])
+    return typ
