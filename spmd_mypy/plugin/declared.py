@@ -24,7 +24,7 @@ from .carrier import spmd_of
 from .errors import SPMD_ASSIGN, SPMD_RETURN
 from .groups import declared_group
 from .guard import guarded
-from .ranks import check_rank_value, declared_rank
+from .rank_arguments import check_rank_value, declared_rank
 from .relation import report_against, wants_of
 
 

@@ -52,7 +52,7 @@ from .carrier import carrier, spmd_of
 from .errors import SPMD_ASSIGN
 from .groups import written_group
 from .guard import default_attr, default_return, guarded
-from .ranks import check_rank_value, declared_rank
+from .rank_arguments import check_rank_value, declared_rank
 from .relation import report_against, wants_of
 
 

@@ -32,11 +32,12 @@ from ..vocab.spec import Spmd
 from . import _mypy
 from .answers import uses_spmd
 from .callsite import RankText, joined_rank, one_arg, rank_operand, receiver_text
-from .carrier import carrier, spmd_of, spmd_of_text
+from .carrier import carrier, spmd_of
 from .groups import axis_of
-from .errors import SPMD_ARG, SPMD_OP
+from .errors import SPMD_OP
 from .guard import default_return, guarded
 from .op_inference import Operand, infer_operands
+from .rank_arguments import check_rank_argument
 from .relation import pending_signature
 
 
@@ -151,84 +152,17 @@ def through_call(hook: Callable[[Any], _mypy.Type], callee: str) -> Callable[[An
 
 def _check_rank_arguments(ctx: Any, callee: str) -> None:
     """Of a function declaring SPMD types (relation.pending_signature), each
-    rank number passed where its parameter is declared `int` (one value on
-    every rank) or a rank number of fewer axes: the function's body was
-    checked as if every rank held the same value there, so what it computes
-    from it (a mask, an offset, a slice) would be typed wrong."""
+    argument against its declared parameter (rank_arguments.check_rank_argument)."""
     sig = pending_signature(ctx)
     if sig is None:
         return
     for i, (types, exprs) in enumerate(zip(ctx.arg_types, ctx.args)):
-        declared = _mypy.declared_rank_text(sig.arg_types[i]) if i < len(sig.arg_types) else None
-        if declared is None:
-            continue  # not an int parameter
-        allowed = spmd_of_text(declared) if declared else None
+        if i >= len(sig.arg_types):
+            break
+        name = sig.arg_names[i] if i < len(sig.arg_names) else None
+        label = f'Argument "{name}" to "{callee}"' if name else f'Argument {i + 1} to "{callee}"'
         for typ, expr in zip(types, exprs):
-            got = joined_rank(_mypy.rank_texts(typ))
-            extra = _beyond(got, allowed) if got is not None else []
-            if extra:
-                _report_rank_argument(ctx, callee, sig, i, expr, extra)
-
-
-def declared_rank(declared: Optional[_mypy.Type]) -> bool:
-    """A type declared a rank number (`Annotated[int, Spmd(tp=V)]`)."""
-    return bool(_mypy.declared_rank_text(declared))
-
-
-def check_rank_value(api: Any, expr: Any, got: _mypy.Type, declared: _mypy.Type, what: str, code: Any) -> None:
-    """A value returned or written where a rank number is declared: any int
-    that differs on no axis the declaration does not name fits (0 is a valid
-    value of every rank type); one that differs on another is an error."""
-    value = joined_rank(_mypy.rank_texts(got))
-    text = _mypy.declared_rank_text(declared)
-    extra = _beyond(value, spmd_of_text(text) if text else None) if value is not None else []
-    if not extra:
-        return
-    axes = "every axis" if "*" in extra else ", ".join(repr(a) for a in extra)
-    _mypy.fail(
-        api,
-        f"{what} differs by rank on {axes} ({_mypy.expr_text(expr)} is a rank number) where the declared "
-        f"rank number does not: what reads it would take one value for every rank. Hint: declare it "
-        f"Annotated[int, Spmd({', '.join(sorted(a + '=V' for a in set(extra) - {'*'} | _varying(text)))})]",
-        expr,
-        code,
-    )
-
-
-def _varying(text: Optional[str]) -> set:
-    found = spmd_of_text(text) if text else None
-    return {a for a, t in found.axes.items() if t is V} if found is not None else set()
-
-
-def _beyond(got: Spmd, allowed: Optional[Spmd]) -> List[str]:
-    """The axes rank number `got` differs on and `allowed` does not ("*": every axis)."""
-    def varies(s: Optional[Spmd], axis: str) -> bool:
-        return s is not None and s.axis_type(axis) is V
-    out = [a for a, t in got.axes.items() if t is V and not varies(allowed, a)]
-    if got.rest is V and (allowed is None or allowed.rest is not V):
-        out.append("*")
-    return out
-
-
-def _report_rank_argument(ctx: Any, callee: str, sig: Any, i: int, expr: Any, extra: List[str]) -> None:
-    name = sig.arg_names[i] if i < len(sig.arg_names) else None
-    label = f'Argument "{name}" to "{callee}"' if name else f'Argument {i + 1} to "{callee}"'
-    axes = "every axis" if "*" in extra else ", ".join(repr(a) for a in extra)
-    declared = _mypy.declared_rank_text(sig.arg_types[i])
-    before = spmd_of_text(declared) if declared else None
-    names = sorted({a for a in extra if a != "*"} | ({a for a, t in before.axes.items() if t is V} if before else set()))
-    spec = ", ".join(f"{a}=V" for a in names)
-    if "*" in extra:  # the default group's rank: no Spmd(...) names every axis of a mesh it does not know
-        spec = f"{spec + ', ' if spec else ''}<each mesh axis>=V"
-    _mypy.fail(
-        ctx.api,
-        f"{label} differs by rank on {axes} ({_mypy.expr_text(expr)} is a rank number) where the parameter is "
-        f"one value on every rank there: the function's body was checked as if it were, so what it computes "
-        f"from it (a mask, an offset, a slice) would be typed wrong. Hint: declare the parameter "
-        f"{name or 'it'}: Annotated[int, Spmd({spec})]",
-        expr,
-        SPMD_ARG,
-    )
+            check_rank_argument(ctx.api, label, name, expr, typ, sig.arg_types[i])
 
 
 FUNCTION_HOOKS: Dict[str, Any] = {

@@ -9,7 +9,7 @@ sees the arguments as mypy typed them, checks each per axis with
 `vocab.mismatches` and reports spmd-arg with the fix.
 
 Returns and annotated assignments are checked with the same relation in
-declared.py.
+declared.py; rank numbers given to int parameters in rank_arguments.py.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .callsite import in_function_body, plain_outside_spmd, unknown_in_spmd_file
 from .errors import SPMD_ARG
 from .groups import check_group_arguments, relaxed_group_parameters
 from .guard import default_return, default_signature, guarded
+from .rank_arguments import check_rank_argument
 
 if TYPE_CHECKING:
     from .layout_vars import Argument
@@ -334,11 +335,9 @@ _MAX_PENDING = 65536
 
 
 def _relax(ctx: Any) -> _mypy.CallableType:
-    """The signature hook: parameters holding carriers become plain Tensor,
-    and parameters declared rank numbers (`Annotated[int, Spmd(tp=V)]`) int,
-    so mypy's exact comparison of Literal strings never runs (the function
-    hook checks them per axis, once mypy has typed the arguments; a rank
-    argument: ranks.through_call)."""
+    """The signature hook: parameters holding carriers become plain Tensor, and declared rank numbers
+    int, so mypy's exact comparison of Literal strings never runs (the function hook checks them per
+    axis, once mypy has typed the arguments; a rank argument: ranks.through_call)."""
     sig = ctx.default_signature
     expected = _expected_of(sig)
     # ProcessGroup parameters declared as an axis take any group (checked below)
@@ -535,9 +534,11 @@ def call_through(
             held += alternatives
             continue
         want = wants_of(fwd.arg_types[i])
-        if want is None:
-            continue
         label = f'Argument "{names[i]}" to "{callee}"' if names[i] else f"Argument to {callee}"
+        if want is None:  # an int given a rank number, of a forward declaring SPMD types
+            if _mypy.rank_texts(typ) and any(wants_of(t) or _mypy.declared_rank_text(t) for t in [*fwd.arg_types, fwd.ret_type]):
+                check_rank_argument(ctx.api, label, names[i], expr, typ, fwd.arg_types[i])
+            continue
         for got in alternatives:
             held.append(got)
             if got is not None:

@@ -535,7 +535,7 @@ from spmd_mypy import Spmd, R, V
 from dep import helper
 
 TensorT = torch.Tensor
-Count = Annotated[int, Spmd(tp=R)]
+Count = Annotated[str, Spmd(tp=R)]
 Act = Annotated[TensorT, Spmd(tp=V)]
 
 def f(x: Act) -> None:
@@ -558,7 +558,7 @@ def test_alias_values_read_again_when_a_dependency_changes(tmp_path: Path) -> No
     runs += [_run(mypy, proj), _run(mypy, proj)]
     for out in runs:
         assert [e.split(":")[1] for e in _errors(out)] == ["7"], out.stdout + out.stderr
-        assert "annotates int" in out.stdout
+        assert "annotates str" in out.stdout
         assert "Revealed type is \"spmd_phantom.SpmdTensor[Literal['tp=V']]\"" in out.stdout, out.stdout
 
 
