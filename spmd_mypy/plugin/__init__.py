@@ -43,15 +43,10 @@ of times per run):
   return / y: T = e       declared.hooks(...)     (rewritten into calls before analysis)
   torch.special/linalg/fft untyped.HOOKS          (Any to mypy: calls wrapped before analysis)
 
-Modules: _mypy/ (every mypy import), annotations (the per-file index, pure
-Python), sourcefile and positions (below it), reading, carrier, callsite
-(what the call hooks share), groups (process groups as axes), ops, comms,
-relation, declared, untyped, untyped_regions, parameters, modules, megatron,
-spmd_types, global_mode and global_scopes, local_map, layout_vars, setup_check, guard,
-errors, config, ranks (ints that differ by rank).  Each feature module owns its hook table; this module registers them, the core ones when
-mypy loads the plugin, the others (FUNCTION_FEATURES, METHOD_FEATURES) on
-the first lookup of a name under their prefixes.  The plugin never imports
-torch.
+Modules: DESIGN.md's layout lists them (_mypy/ holds every mypy import).  Each feature module owns its
+hook table; this module registers them, the core ones when mypy loads the plugin, the others
+(FUNCTION_FEATURES, METHOD_FEATURES) on the first lookup of a name under their prefixes; a call
+through a value holding a torch op (`self.act(x)`) is indirect_calls'.  The plugin never imports torch.
 """
 
 from __future__ import annotations
@@ -90,6 +85,7 @@ from ..vocab.opnames import FUNCTION_NAMESPACES, TRANSPOSED_ATTRIBUTES
 from .guard import STRICT, default_return, guarded, nothing, report_skipped, set_vocabulary
 from .annotations import look, mentions_spmd
 from .sourcefile import installed_package
+from .indirect_calls import through_value
 
 _VOCAB = Path(__file__).resolve().parent.parent / "vocab"
 
@@ -130,6 +126,8 @@ Hook = Callable[[Any], Any]
 
 
 def _function_hook(fullname: str) -> Optional[Hook]:
+    if "." not in fullname:  # a call through a value (`act(x)`): mypy names it by the callee's short name
+        return through_value(_argument_hook(fullname), _function_hook, _TORCH_FUNCTION_PREFIXES)
     if fullname in ("builtins.abs", "builtins.sum"):  # builtins that run tensor ops
         from .python_builtins import HOOKS  # a feature: imported on first use
 
@@ -164,7 +162,9 @@ def _method_hook(fullname: str) -> Optional[Hook]:
         return modules.forward_method_hook(fallback)
     if fullname.endswith(".apply") and not fullname.startswith(_LIBRARY_PREFIXES):
         return _function_apply(fullname)
-    return _argument_hook(fullname) if _user_code(fullname) else None
+    if not _user_code(fullname):
+        return None  # an attribute holding a torch op (`self.act(x)`): typed by the op's hook
+    return through_value(_argument_hook(fullname), _function_hook, _TORCH_FUNCTION_PREFIXES)
 
 
 # Standard-library modules (typeshed's, which no user module may shadow):

@@ -98,7 +98,7 @@ from .calls import (
     recheck,
     report_as_plain,
     type_context,
-    typed_before, typed_already,
+    typed_before, typed_already, callee_definition,
     untyped_call,
 )
 from .carriers import (
@@ -459,7 +459,7 @@ __all__ = [
     "NOT_LITERAL",
     "UNRENDERED",
     "call_parts",
-    "display_items", "copied_sequence", "split_source", "comprehension_element", "typed_already", "starred",
+    "display_items", "copied_sequence", "split_source", "comprehension_element", "typed_already", "starred", "callee_definition",
     "makes_zeros", "makes_fresh", "call_receiver", "assignable", "fresh_binding", "holds_zeros", "rebind_local", "operator_assigned",
     "zeros_operand", "zeros_candidate", "retype_zeros", "retype_sum", "expr_text",
     "fullname_of",

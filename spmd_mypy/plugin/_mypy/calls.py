@@ -388,6 +388,19 @@ def typed_already(api: Any, expr: Expression) -> Optional[Type]:
     return api.lookup_type_or_none(expr)
 
 
+def callee_definition(ctx: Any) -> Optional[str]:
+    """The fullname of the function a call reaches through a value
+    (`self.act(x)` after `self.act = F.gelu`): the definition of the
+    callable type mypy gave the callee, stored before the function hook."""
+    callee = getattr(ctx.context, "callee", None)
+    found = ctx.api.lookup_type_or_none(callee) if isinstance(callee, Expression) else None
+    p = get_proper_type(found) if found is not None else None
+    if isinstance(p, Overloaded) and p.items:
+        p = p.items[0]  # `add = torch.add`: every item is the one function's
+    definition = p.definition if isinstance(p, CallableType) else None
+    return getattr(definition, "fullname", None) or None
+
+
 def expression_type(api: Any, expr: Expression) -> Type:
     return api.get_expression_type(expr)
 
