@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _mypy
+from .guard import default_return, guarded
 
 Hook = Callable[[Any], Any]
 
@@ -39,4 +40,4 @@ def through_value(fallback: Hook, build: Callable[[str], Optional[Hook]], torch_
             op = _BY_DEFINITION[full] = build(full) or fallback
         return op(ctx)
 
-    return hook
+    return guarded(hook, default_return)  # the look at the callee's type too
