@@ -168,6 +168,8 @@ def _check_rank_arguments(ctx: Any, callee: str) -> None:
 FUNCTION_HOOKS: Dict[str, Any] = {
     "torch.distributed.distributed_c10d.get_rank": guarded(_get_rank, default_return),
 }
+
+
 def _arithmetic(ctx: Any) -> _mypy.Type:
     """`a + b`, `r * n` on rank numbers: the stub's dunders return the
     receiver's own type (Self), which would drop the axes another rank

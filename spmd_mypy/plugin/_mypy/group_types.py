@@ -210,9 +210,9 @@ def argument_rank_texts(arg_types: List[List[Type]]) -> List[str]:
 def with_rank_ints(typ: Type, rank: Type, depth: int = 0) -> Type:
     """`typ` with each plain int in it (itself, a tuple's item, a Union's
     alternative) made `rank`; a RankOf and anything else kept."""
-    p = get_proper_type(typ)
-    if isinstance(p, Instance) and p.type.fullname == "builtins.int" and p.last_known_value is None:
+    if is_plain_int(typ):
         return rank
+    p = get_proper_type(typ)
     if depth >= 3:
         return typ
     if isinstance(p, TupleType):
