@@ -65,6 +65,7 @@ _RUNTIME = {
     "recv_prev": "pipeline",
     "recv_next": "pipeline",
     "wait_sends": "pipeline",
+    "Activation": "activation",
 }
 # Pure-Python vocabulary loaded on first use too: the mypy plugin imports this
 # package on every run and never plans a redistribution.
@@ -116,6 +117,7 @@ if TYPE_CHECKING:
     from .runtime.configurations import axis_enabled, axis_size, configurations
     from .runtime.pipeline import recv_next, recv_prev, send_next, send_prev, wait_sends
     from .runtime import partitioned
+    from .runtime.activation import Activation
 
 
 def __getattr__(name: str) -> Any:

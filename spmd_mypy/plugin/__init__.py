@@ -357,12 +357,11 @@ METHOD_FEATURES: Tuple[Tuple[Tuple[str, ...], Tables], ...] = (
     (("megatron.",), _MEGATRON),
     (("spmd_types.",), _feature("spmd_types_regions", "METHOD_HOOKS")),
     ((_DTENSOR_PREFIX, "spmd_phantom.dtensor."), _feature("dtensor", "METHOD_HOOKS", configured=True)),
-    (
-        ("spmd_mypy.runtime.global_ops.LocalMapDecorator.", "spmd_mypy.runtime.trusted.TrustedDecorator."),
-        _feature("local_map", "METHOD_HOOKS"),
-    ),
+    (("spmd_mypy.runtime.global_ops.LocalMapDecorator.", "spmd_mypy.runtime.trusted.TrustedDecorator."),
+     _feature("local_map", "METHOD_HOOKS")),
     (("spmd_phantom.AxisGroup.rank", "spmd_phantom.RankOf.", "torch.distributed.device_mesh.DeviceMesh.get_local_rank",
       "builtins.tuple.__getitem__", "builtins.list.__getitem__"), _feature("ranks", "METHOD_HOOKS")),
+    (("spmd_mypy.runtime.activation.",), _feature("activations", "METHOD_HOOKS")),  # calls of an spmd.Activation
 )
 
 

@@ -118,7 +118,7 @@ _POINTWISE = _names(
     """
     add sub subtract neg negative positive mul multiply div divide true_divide rsub
     clone contiguous detach to float double half bfloat16 long int bool type
-    relu gelu silu sigmoid tanh exp exp2 log log2 log10 log1p expm1 sqrt rsqrt abs pow
+    activation relu gelu silu sigmoid tanh exp exp2 log log2 log10 log1p expm1 sqrt rsqrt abs pow
     square reciprocal sign sin cos erf clamp clip clamp_min clamp_max maximum minimum
     where lerp addcmul addcdiv masked_fill nan_to_num softplus mish hardtanh leaky_relu
     elu selu celu hardswish hardsigmoid logit floor ceil round trunc frac fmod remainder

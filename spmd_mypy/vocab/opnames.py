@@ -109,7 +109,13 @@ FUNCTION_NAMESPACES: Final[Tuple[Tuple[str, str], ...]] = (
     ("torch._tensor.", "torch"),
 )
 
-_NAMESPACE_PREFIX: Final[Dict[str, str]] = {"torch": "torch.", "functional": "F.", "tensor": "Tensor."}
+# A value declared spmd.Activation (an elementwise nonlinear function of one
+# tensor) is the op `activation` of a namespace of its own: no table lists it,
+# so it takes the safe default class (nonlinear); the factor table lists it
+# pointwise.  Messages call it "the activation".
+ACTIVATION: Final = "activation"
+
+_NAMESPACE_PREFIX: Final[Dict[str, str]] = {"torch": "torch.", "functional": "F.", "tensor": "Tensor.", ACTIVATION: "the "}
 
 
 def display_name(name: str, namespace: str) -> str:

@@ -171,3 +171,56 @@ def test_megatron_imports_on_cpu_without_initialising_anything() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+# The config classes: the fields the stubs declare, with their types as the
+# dataclass annotates them, except where the stub is narrower on purpose.
+CONFIGS = [
+    ("core/model_parallel_config.pyi", "megatron.core.model_parallel_config", "ModelParallelConfig"),
+    ("core/transformer/transformer_config.pyi", "megatron.core.transformer.transformer_config", "TransformerConfig"),
+]
+NARROWED = {("TransformerConfig", "activation_func"): ("Callable", "Activation")}
+
+
+@pytest.mark.parametrize("path, module, name", CONFIGS, ids=[c[2] for c in CONFIGS])
+def test_config_fields_are_the_dataclass_fields(path: str, module: str, name: str) -> None:
+    import dataclasses
+
+    runtime = getattr(importlib.import_module(module), name)
+    fields = {f.name: f for f in dataclasses.fields(runtime)}
+    declared = {
+        n.target.id: ast.unparse(n.annotation)
+        for n in _classes(_module(path))[name].body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    }
+    assert declared, name
+    for field, stub_type in declared.items():
+        assert field in fields, f"{name}.{field} is not a field of the installed dataclass"
+        real = fields[field].type
+        real_text = real.__name__ if isinstance(real, type) else str(real).replace("typing.", "")
+        want = NARROWED.get((name, field), (real_text, real_text))
+        assert (real_text, stub_type) == want, f"{name}.{field}"
+
+
+def test_the_default_activation_is_elementwise() -> None:
+    """activation_func is declared spmd.Activation (an elementwise nonlinear
+    function): megatron-core's default is F.gelu, and its MLP applies it to
+    the column-parallel output."""
+    import dataclasses
+
+    import torch.nn.functional as F
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    default = {f.name: f.default for f in dataclasses.fields(TransformerConfig)}["activation_func"]
+    assert default is F.gelu
+    mlp = inspect.getsource(importlib.import_module("megatron.core.transformer.mlp"))
+    assert "self.activation_func = self.config.activation_func" in mlp
+    assert "intermediate_parallel = self.activation_func(intermediate_parallel)" in mlp
+
+
+def test_the_transformer_package_reexports_its_config() -> None:
+    package = importlib.import_module("megatron.core.transformer")
+    tree = _module("core/transformer/__init__.pyi")
+    reexported = {a.asname for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 1 for a in n.names}
+    assert reexported == {"TransformerConfig"}
+    assert all(hasattr(package, name) for name in reexported)

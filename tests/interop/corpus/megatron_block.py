@@ -21,6 +21,7 @@ from megatron.core.tensor_parallel import (
     gather_from_tensor_model_parallel_region,
     reduce_from_tensor_model_parallel_region,
 )
+from megatron.core.transformer import TransformerConfig
 
 Hidden = Annotated[Tensor, Spmd(tp=I)]
 SeqShard = Annotated[Tensor, Spmd(tp=S(0))]
@@ -73,8 +74,9 @@ class ParallelMLP(torch.nn.Module):
 
 
 class SequenceParallelMLP(torch.nn.Module):
-    def __init__(self, hidden: int, config: object) -> None:
+    def __init__(self, hidden: int, config: TransformerConfig) -> None:
         super().__init__()
+        self.activation_func = config.activation_func  # megatron's MLP: the config's activation
         self.fc1 = ColumnParallelLinear(hidden, 4 * hidden, config=config, init_method=_init, gather_output=False)
         self.w_out: Annotated[Tensor, Spmd(tp=S(1))] = torch.nn.Parameter(torch.empty(hidden, 4 * hidden))
 
@@ -83,7 +85,7 @@ class SequenceParallelMLP(torch.nn.Module):
         h = full.detach()
         h = spmd.assert_spmd(h, Spmd(tp=I))
         inner, _ = self.fc1(h)
-        partial = spmd.reinterpret(F.linear(F.gelu(inner), self.w_out), "tp", src=V, dst=P)
+        partial = spmd.reinterpret(F.linear(self.activation_func(inner), self.w_out), "tp", src=V, dst=P)
         return tensor_parallel.reduce_scatter_to_sequence_parallel_region(partial)
 
 
