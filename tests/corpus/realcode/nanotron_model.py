@@ -8,7 +8,7 @@ convert(I -> R) because each rank sees only its tokens.
 
 from __future__ import annotations
 
-from typing import Annotated, Optional, TypeVar, Union
+from typing import Annotated, Callable, Dict, Optional, TypeVar, Union
 
 import torch
 import torch.nn.functional as F
@@ -53,20 +53,34 @@ class TritonRMSNorm(nn.Module):
         return normed * self.weight
 
 
+# nanotron picks the activation by the config's name (its ACT2FN); the value
+# is declared an elementwise activation, so its calls are typed as F.silu's.
+ACT2FN: Dict[str, Callable[[Tensor], Tensor]] = {"silu": F.silu, "gelu": F.gelu, "relu": F.relu}
+
+
 class GLUActivation(nn.Module):
+    def __init__(self, act_fn_name: str) -> None:
+        super().__init__()
+        self.act: spmd.Activation = ACT2FN[act_fn_name]
+
     def forward(self, merged_states: Local) -> Local:
         gate_states, up_states = torch.split(merged_states, merged_states.shape[-1] // 2, dim=-1)
-        return F.silu(gate_states) * up_states
+        return self.act(gate_states) * up_states
 
 
 class MLP(nn.Module):
     def __init__(
-        self, hidden_size: int, intermediate_size: int, tp_pg: ProcessGroup, tp_mode: TensorParallelLinearMode
+        self,
+        hidden_size: int,
+        intermediate_size: int,
+        tp_pg: ProcessGroup,
+        tp_mode: TensorParallelLinearMode,
+        hidden_act: str = "silu",
     ) -> None:
         super().__init__()
         self.gate_up_proj = TensorParallelColumnLinear(hidden_size, 2 * intermediate_size, pg=tp_pg, mode=tp_mode, bias=False)
         self.down_proj = TensorParallelRowLinear(intermediate_size, hidden_size, pg=tp_pg, mode=tp_mode, bias=False)
-        self.split_silu_mul = GLUActivation()
+        self.split_silu_mul = GLUActivation(hidden_act)
 
     def forward(self, hidden_states: Stream) -> Stream:
         merged_states = self.gate_up_proj(hidden_states)
