@@ -260,7 +260,7 @@ def random_tree(like: Tree, gen: torch.Generator) -> Tree:
 
 # -- the reference run -----------------------------------------------------------------------
 
-NAMESPACE = {"torch": torch, "F": F}
+NAMESPACE = {"torch": torch, "F": F, "ACT": F.silu}  # ACT: programs.HEADER's activation
 
 # What one rank holds of a value under each per-axis type (the seed's meanings):
 # the whole value (R, I), a piece of it (S(i): a slice of dim i; V: some piece),

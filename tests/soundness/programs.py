@@ -42,6 +42,8 @@ from torch import Tensor
 
 import spmd_mypy as spmd
 from spmd_mypy import I, P, PartitionSpec, R, S, Spmd, V
+
+ACT: spmd.Activation = F.silu
 '''
 
 
@@ -300,6 +302,7 @@ UNARY: Tuple[Tuple[str, Tuple[str, ...], int, Callable[[Shape], Shape]], ...] = 
     ("torch.relu({0})", (NONLINEAR,), 0, _same),
     ("{0}.relu()", (NONLINEAR,), 0, _same),
     ("F.silu({0})", (NONLINEAR,), 0, _same),
+    ("ACT({0})", (NONLINEAR,), 0, _same),  # a value declared spmd.Activation
     ("torch.tanh({0})", (NONLINEAR,), 0, _same),
     ("torch.sigmoid({0})", (NONLINEAR,), 0, _same),
     ("torch.special.expit({0})", (NONLINEAR,), 0, _same),
