@@ -60,7 +60,7 @@ def _axis_operand(op: object, axis: str) -> object:
 
 
 def _fix(
-    err: OpRuleError, axis: str, on_axis: List[Tuple[Text, object]], nograd: List[bool], cls: str
+    err: OpRuleError, axis: str, on_axis: List[Tuple[Text, object]], nograd: Sequence[bool], cls: str
 ) -> Tuple[str, List[object]]:
     """(the calls that fix the offending operands, the operands' types with
     them applied).  Invariant operands are made R (convert(I -> R),
@@ -432,7 +432,7 @@ def _infer_typed(
     return Spmd.of_sorted(tuple(result.items()), tensors_nograd or fresh or name in NO_GRAD_RESULTS, rest), failed
 
 
-def _combine(cls: str, types: List[object], nograd: List[bool], n_product: int) -> Optional[AxisType]:
+def _combine(cls: str, types: List[object], nograd: Sequence[bool], n_product: int) -> Optional[AxisType]:
     """The result's type on one axis from the operands' types there (OpRuleError
     when a rule is broken); affine ops are the product plus the bias.
 
@@ -452,21 +452,21 @@ def _combine(cls: str, types: List[object], nograd: List[bool], n_product: int) 
 _COMBINED: Dict[Tuple[object, ...], Optional[AxisType]] = {}
 
 
-def _combine_rule(cls: str, types: List[object], nograd: List[bool], n_product: int) -> Optional[AxisType]:
+def _combine_rule(cls: str, types: List[object], nograd: Sequence[bool], n_product: int) -> Optional[AxisType]:
     if cls == "affine":
         bias = types[n_product] if len(types) > n_product else None
         return combine_affine(types[:n_product], bias, nograd)  # type: ignore[arg-type]
     return combine(cls, types, nograd)  # type: ignore[arg-type]
 
 
-def _combined_or_none(cls: str, types: List[object], nograd: List[bool], n_product: int) -> Optional[AxisType]:
+def _combined_or_none(cls: str, types: List[object], nograd: Sequence[bool], n_product: int) -> Optional[AxisType]:
     try:
         return _combine(cls, types, nograd, n_product)
     except OpRuleError:
         return None
 
 
-def _rest(cls: str, ops: List[Operand], nograd: List[bool], n_product: int) -> Optional[AxisType]:
+def _rest(cls: str, ops: List[Operand], nograd: Sequence[bool], n_product: int) -> Optional[AxisType]:
     """The result's type on axes no operand names, when every operand knows them
     (factory results and spec-form values are R on every other axis); rule
     errors there were reported on the named axes or cannot happen (R and V
