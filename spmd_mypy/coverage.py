@@ -100,7 +100,8 @@ def typed_share_report(paths: List[str], config_file: Optional[str] = None) -> i
         print(f"{share.path}: {pct} typed ({share.typed} of {share.total} tensor expressions); "
               f"{len(share.unchecked)} unchecked calls")
         for call in share.unchecked:
-            print(f"  {share.path}:{call.line}: unchecked call {call.callee} -> {call.result}")
+            hint = f" ({call.hint})" if call.hint else ""
+            print(f"  {share.path}:{call.line}: unchecked call {call.callee} -> {call.result}{hint}")
     total = typed + untyped
     pct = "-" if not total else f"{100 * typed / total:.1f}%"
     print(f"total: {pct} typed ({typed} of {total} tensor expressions in {len(shares)} files)")

@@ -118,3 +118,40 @@ def test_dist_nn_calls_listed_unchecked(tmp_path: Path) -> None:
     expected = [i + 1 for i, line in enumerate(lines) if "# unchecked" in line]
     assert listed == expected, out
     assert re.search(r"collectives\.py: \S+ typed \(\d+ of \d+ tensor expressions\); 4 unchecked calls", out), out
+
+
+CALLABLE_SOURCE = '''\
+from typing import Annotated, Callable
+
+from torch import Tensor
+
+import spmd_mypy as spmd
+from spmd_mypy import Spmd, V
+
+
+def helper(t: Tensor) -> Tensor: ...
+
+
+def f(x: Annotated[Tensor, Spmd(tp=V)], act: Callable[[Tensor], Tensor], declared: spmd.Activation) -> None:
+    a = act(x)  # unchecked, hinted: a Callable value
+    b = helper(x)  # unchecked: a function without SPMD types, no hint
+    c = declared(x)  # typed: an elementwise activation
+'''
+
+
+def test_a_callable_value_is_hinted_spmd_activation(tmp_path: Path) -> None:
+    """An unchecked call of a value typed Callable says how to have it typed;
+    the declared spmd.Activation is typed (not listed); a function is listed
+    without the hint (its definition is there to annotate)."""
+    src = tmp_path / "values.py"
+    src.write_text(CALLABLE_SOURCE)
+    out = _run(tmp_path, str(src))
+    lines = CALLABLE_SOURCE.splitlines()
+    act_line = next(i + 1 for i, line in enumerate(lines) if "a = act(x)" in line)
+    helper_line = next(i + 1 for i, line in enumerate(lines) if "b = helper(x)" in line)
+    assert re.search(
+        rf"values\.py:{act_line}: unchecked call act -> \S+ \(a Callable value: declare it spmd\.Activation", out
+    ), out
+    assert re.search(rf"values\.py:{helper_line}: unchecked call helper -> \S+\n", out), out
+    assert "unchecked call declared" not in out, out
+    assert re.search(r"values\.py: \S+ typed \(\d+ of \d+ tensor expressions\); 2 unchecked calls", out), out

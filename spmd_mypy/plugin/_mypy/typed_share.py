@@ -98,6 +98,19 @@ class UncheckedCall:
     line: int
     callee: str
     result: str  # the result type as mypy prints it
+    hint: str = ""  # what would type it, where the callee's type says
+
+
+# A callee typed Callable (a config's activation, a table of functions): no
+# definition says what it computes.
+CALLABLE_VALUE_HINT = "a Callable value: declare it spmd.Activation if it holds an elementwise activation"
+
+
+def _hint(call: CallExpr, types: Dict[Expression, Type]) -> str:
+    callee = get_proper_type(types.get(call.callee))
+    if isinstance(callee, CallableType) and callee.definition is None:
+        return CALLABLE_VALUE_HINT
+    return ""
 
 
 @dataclass
@@ -282,10 +295,14 @@ def measure_tree(tree: MypyFile, types: Dict[Expression, Type], path: str) -> Fi
             share.untyped += 1
             share.untyped_lines.append(node.line)
             if isinstance(node, CallExpr) and (TYPED in _tensor_args(node, types) or _unchecked_call(node, types)):
-                share.unchecked.append(UncheckedCall(node.line, _callee_name(node.callee), str(types[node])))
+                share.unchecked.append(_unchecked(node, types))
         elif isinstance(node, CallExpr) and _unchecked_call(node, types):
-            share.unchecked.append(UncheckedCall(node.line, _callee_name(node.callee), str(types[node])))
+            share.unchecked.append(_unchecked(node, types))
     return share
+
+
+def _unchecked(call: CallExpr, types: Dict[Expression, Type]) -> UncheckedCall:
+    return UncheckedCall(call.line, _callee_name(call.callee), str(types[call]), _hint(call, types))
 
 
 def _stubs_dir() -> Optional[str]:
